@@ -27,6 +27,11 @@ export interface Clock {
   setTimer(callback: () => void, ms: number): TimerHandle;
   /** Cancels a timer from {@link Clock.setTimer}; a fired or cleared timer is ignored. */
   clearTimer(handle: TimerHandle): void;
+  /**
+   * Optional: whether a pending timer keeps the process alive (Node's `ref`/`unref`). Shared
+   * timers that only guard finished calls are released this way, so an idle process can exit.
+   */
+  keepAlive?(handle: TimerHandle, alive: boolean): void;
 }
 
 /**
@@ -61,4 +66,9 @@ export const systemClock: Clock = {
   },
   setTimer: (callback, ms) => setTimeout(callback, ms),
   clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+  keepAlive(handle, alive) {
+    const timer = handle as { ref?: () => unknown; unref?: () => unknown };
+    if (alive) timer.ref?.();
+    else timer.unref?.();
+  },
 };

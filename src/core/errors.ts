@@ -49,12 +49,18 @@ Object.defineProperty(RejectedError.prototype, rejectedBrand, { value: true });
 
 /** True for any error created by bulwark, from any copy of the package. */
 export function isResilienceError(error: unknown): error is ResilienceError {
-  return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[resilienceBrand] === true;
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as Record<symbol, unknown>)[resilienceBrand] === true
+  );
 }
 
 /** True for any refusal by bulwark ({@link RejectedError} and its subclasses). */
 export function isRejectedError(error: unknown): error is RejectedError {
-  return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[rejectedBrand] === true;
+  return (
+    typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[rejectedBrand] === true
+  );
 }
 
 /** Builds a cross-copy guard for one error code. */

@@ -41,21 +41,24 @@ export interface ComposablePolicy extends Policy {
 
 const ok = <T>(value: T): Outcome<T> => ({ ok: true, value });
 
+/** True for promises and other thenables. */
+export function isThenable<T>(value: unknown): value is PromiseLike<T> {
+  return value !== null && typeof value === 'object' && typeof (value as PromiseLike<T>).then === 'function';
+}
+
 /** Calls the user's operation and turns its result, rejection or synchronous throw into an outcome. */
 export function invoke<T>(operation: Operation<T>, context: Context): Promise<Outcome<T>> {
   try {
     const result = operation(context);
-    if (result !== null && typeof result === 'object' && typeof (result as PromiseLike<T>).then === 'function') {
-      return Promise.resolve(result as PromiseLike<T>).then(ok, failure);
-    }
+    if (isThenable<T>(result)) return Promise.resolve(result).then(ok, failure);
     return Promise.resolve(ok(result as T));
   } catch (error) {
     return Promise.resolve(failure(error));
   }
 }
 
-/** Checks the arguments of `execute` and builds the root context. */
-function start<T>(operation: Operation<T>, options: ExecuteOptions | undefined): Context {
+/** Checks the arguments of `execute` and builds the root context; throws a TypeError on bad input. */
+export function startContext<T>(operation: Operation<T>, options: ExecuteOptions | undefined): Context {
   if (typeof operation !== 'function') {
     throw new TypeError(`expected "operation" to be a function, got ${show(operation)}`);
   }
@@ -67,7 +70,8 @@ function start<T>(operation: Operation<T>, options: ExecuteOptions | undefined):
   return rootContext(signal, deadline);
 }
 
-function settle<T>(outcome: Outcome<T>): T {
+/** Turns an outcome back into a value or a throw (the outer edge). */
+export function settle<T>(outcome: Outcome<T>): T {
   if (outcome.ok) return outcome.value;
   throw outcome.error;
 }
@@ -79,7 +83,7 @@ export abstract class BasePolicy implements ComposablePolicy {
   execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
     let context: Context;
     try {
-      context = start(operation, options);
+      context = startContext(operation, options);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -19,7 +19,12 @@ function fail(name: string, expected: string, value: unknown): never {
 
 /** A number ≥ 0, finite unless `allowInfinity`. */
 export function nonNegative(name: string, value: unknown, allowInfinity = false): number {
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowInfinity && value === Infinity)) {
+  if (
+    typeof value !== 'number' ||
+    Number.isNaN(value) ||
+    value < 0 ||
+    (!allowInfinity && value === Infinity)
+  ) {
     fail(name, allowInfinity ? 'a non-negative number' : 'a non-negative finite number', value);
   }
   return value;
@@ -27,7 +32,12 @@ export function nonNegative(name: string, value: unknown, allowInfinity = false)
 
 /** A number > 0, finite unless `allowInfinity`. */
 export function positive(name: string, value: unknown, allowInfinity = false): number {
-  if (typeof value !== 'number' || Number.isNaN(value) || value <= 0 || (!allowInfinity && value === Infinity)) {
+  if (
+    typeof value !== 'number' ||
+    Number.isNaN(value) ||
+    value <= 0 ||
+    (!allowInfinity && value === Infinity)
+  ) {
     fail(name, allowInfinity ? 'a positive number' : 'a positive finite number', value);
   }
   return value;
@@ -35,7 +45,11 @@ export function positive(name: string, value: unknown, allowInfinity = false): n
 
 /** An integer ≥ 1, or `Infinity` when `allowInfinity`. */
 export function positiveInteger(name: string, value: unknown, allowInfinity = false): number {
-  if (typeof value !== 'number' || !(Number.isInteger(value) || (allowInfinity && value === Infinity)) || value < 1) {
+  if (
+    typeof value !== 'number' ||
+    !(Number.isInteger(value) || (allowInfinity && value === Infinity)) ||
+    value < 1
+  ) {
     fail(name, allowInfinity ? 'a positive integer or Infinity' : 'a positive integer', value);
   }
   return value;
@@ -64,7 +78,8 @@ export function oneOf<S extends string>(name: string, value: unknown, allowed: r
 /** A plain options object, or undefined (treated as `{}`). */
 export function optionsObject<O extends object>(name: string, value: O | undefined): Partial<O> {
   if (value === undefined) return {};
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) fail(name, 'an options object', value);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    fail(name, 'an options object', value);
   return value;
 }
 

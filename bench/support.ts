@@ -1,0 +1,48 @@
+/**
+ * Shared helpers for side-by-side benchmarks: measure each case with mitata in one process and
+ * print ns/op, overhead above a bare baseline, and ours ÷ peer ratios.
+ */
+import os from 'node:os';
+import { measure } from 'mitata';
+
+/** One measured case. */
+export interface Case {
+  readonly name: string;
+  readonly fn: () => unknown;
+}
+
+/** A measured case: mean and median nanoseconds per call. */
+export interface Result {
+  readonly name: string;
+  readonly avgNs: number;
+  readonly p50Ns: number;
+}
+
+/** Measures every case (async cases are awaited per call) and returns mean/median ns per op. */
+export async function measureAll(cases: readonly Case[]): Promise<Result[]> {
+  const results: Result[] = [];
+  for (const c of cases) {
+    // Warm up outside mitata so JIT tiers settle for every case alike.
+    for (let i = 0; i < 20_000; i++) await c.fn();
+    const stats = await measure(c.fn, { min_cpu_time: 400e6 });
+    results.push({ name: c.name, avgNs: stats.avg, p50Ns: stats.p50 });
+  }
+  return results;
+}
+
+/** Formats nanoseconds compactly. */
+export function ns(value: number): string {
+  return value >= 1000 ? `${(value / 1000).toFixed(2)} µs` : `${value.toFixed(0)} ns`;
+}
+
+/** Prints a markdown table. */
+export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** One line describing the machine, for BENCHMARKS.md. */
+export function machine(): string {
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  return `Node ${process.version}, ${os.cpus().length} × ${cpu}, ${os.platform()} ${os.arch()}`;
+}

@@ -1,0 +1,134 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../testing/fake-clock.js';
+import { DeadlineQueue, type Expiring } from './deadline-queue.js';
+
+function entry(deadline: number, log: number[]): Expiring {
+  return {
+    deadline,
+    settled: false,
+    queueNext: undefined,
+    expire() {
+      log.push(deadline);
+    },
+  };
+}
+
+describe('DeadlineQueue', () => {
+  it('expires due entries in order with one timer, skipping settled ones', async () => {
+    const clock = new FakeClock();
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    const entries = [10, 20, 20, 30, 40].map((d) => entry(d, log));
+    for (const e of entries) expect(queue.add(e)).toBe(true);
+    expect(clock.pendingTimers).toBe(1);
+    queue.settle(entries[1]!);
+    queue.settle(entries[3]!);
+    await clock.advance(25);
+    expect(log).toEqual([10, 20]);
+    await clock.advance(100);
+    expect(log).toEqual([10, 20, 40]);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('refuses an entry due before the last one (the caller needs its own timer)', () => {
+    const queue = new DeadlineQueue(new FakeClock());
+    const log: number[] = [];
+    expect(queue.add(entry(50, log))).toBe(true);
+    expect(queue.add(entry(40, log))).toBe(false);
+  });
+
+  it('accepts earlier deadlines again once everything queued has settled', () => {
+    const queue = new DeadlineQueue(new FakeClock());
+    const log: number[] = [];
+    const first = entry(50, log);
+    queue.add(first);
+    queue.settle(first);
+    expect(queue.add(entry(40, log))).toBe(true);
+  });
+
+  it('releases the process while nothing is live (keepAlive false), and holds it again when work arrives', () => {
+    const clock = new FakeClock();
+    const calls: boolean[] = [];
+    Object.assign(clock, { keepAlive: (_: unknown, alive: boolean) => calls.push(alive) });
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    const a = entry(10, log);
+    queue.add(a);
+    queue.settle(a);
+    queue.settle(a); // twice is harmless
+    queue.add(entry(20, log));
+    expect(calls).toEqual([false, true]);
+  });
+
+  it('an entry added from inside expire() is kept and expires later', async () => {
+    const clock = new FakeClock();
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    const chained: Expiring = {
+      deadline: 10,
+      settled: false,
+      queueNext: undefined,
+      expire() {
+        log.push(10);
+        queue.add(entry(clock.now() + 10, log));
+      },
+    };
+    queue.add(chained);
+    await clock.advance(100);
+    expect(log).toEqual([10, 20]);
+  });
+
+  it('property: every unsettled entry expires exactly once, at or after its deadline, never a settled one', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            gap: fc.integer({ min: 0, max: 20 }),
+            settleAfter: fc.option(fc.integer({ min: 0, max: 60 })),
+          }),
+          {
+            maxLength: 40,
+          },
+        ),
+        async (specs) => {
+          const clock = new FakeClock();
+          const queue = new DeadlineQueue(clock);
+          const expired = new Map<Expiring, number>();
+          const all: { e: Expiring; settleAt?: number }[] = [];
+          let deadline = 0;
+          for (const spec of specs) {
+            deadline += spec.gap;
+            const e: Expiring = {
+              deadline: deadline + 50,
+              settled: false,
+              queueNext: undefined,
+              expire() {
+                expired.set(e, (expired.get(e) ?? 0) + 1);
+                expect(clock.now()).toBeGreaterThanOrEqual(e.deadline);
+              },
+            };
+            await clock.advance(spec.gap);
+            expect(queue.add(e)).toBe(true);
+            const item: { e: Expiring; settleAt?: number } = { e };
+            if (spec.settleAfter !== null) {
+              item.settleAt = clock.now() + spec.settleAfter;
+              clock.setTimer(() => {
+                if (!e.settled) queue.settle(e);
+              }, spec.settleAfter);
+            }
+            all.push(item);
+          }
+          await clock.advance(10_000);
+          for (const { e, settleAt } of all) {
+            const shouldExpire = settleAt === undefined || settleAt > e.deadline;
+            if (shouldExpire) expect(expired.get(e)).toBe(1);
+            else if (settleAt < e.deadline) expect(expired.has(e)).toBe(false);
+          }
+          expect(clock.pendingTimers).toBe(0);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+});

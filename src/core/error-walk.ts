@@ -1,0 +1,67 @@
+/**
+ * Reading foreign errors safely: property reads that never throw, and a bounded, cycle-safe walk
+ * over `cause` chains and AggregateError members. Shared by `classify` and `retryAfterOf`.
+ */
+
+/** How many levels of `cause` / `errors` below the thrown value are read. */
+export const MAX_DEPTH = 8;
+/** How many objects one call reads at most (bounds wide AggregateErrors). */
+export const MAX_NODES = 64;
+
+export type Bag = Record<PropertyKey, unknown>;
+
+export function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
+}
+
+/** Reads a property without ever throwing (getters and Proxy traps may throw). */
+export function get(target: object, key: PropertyKey): unknown {
+  try {
+    return (target as Bag)[key];
+  } catch {
+    return undefined;
+  }
+}
+
+export function getString(target: object, key: PropertyKey): string | undefined {
+  const value = get(target, key);
+  return typeof value === 'string' ? value : undefined;
+}
+
+export interface Walk {
+  readonly seen: Set<object>;
+  nodes: number;
+}
+
+/** Visits `value` if it is an unseen object within the bounds; false when it must be skipped. */
+export function enter(value: unknown, walk: Walk): value is object {
+  if (!isObject(value) || walk.seen.has(value) || walk.nodes >= MAX_NODES) return false;
+  walk.seen.add(value);
+  walk.nodes++;
+  return true;
+}
+
+/** The children of a node: its `cause`, then the members of `errors` (AggregateError). */
+export function children(value: object): unknown[] {
+  const result: unknown[] = [];
+  const cause = get(value, 'cause');
+  if (cause !== undefined) result.push(cause);
+  const errors = get(value, 'errors');
+  let isArray = false;
+  try {
+    isArray = Array.isArray(errors);
+  } catch {
+    // a revoked Proxy
+  }
+  if (isArray) {
+    const length = get(errors as object, 'length');
+    const count = typeof length === 'number' ? Math.min(length, MAX_NODES) : 0;
+    for (let i = 0; i < count; i++) result.push(get(errors as object, i));
+  }
+  return result;
+}
+
+/** A fresh walk. */
+export function newWalk(): Walk {
+  return { seen: new Set(), nodes: 0 };
+}

@@ -1,0 +1,63 @@
+/**
+ * bulwark: resilience patterns for Node.js services. Curated named exports; see docs/ for each
+ * pattern.
+ */
+
+export { classify, httpStatusKind, isTransient } from './core/classify.js';
+export { type Clock, systemClock, type TimerHandle } from './core/clock.js';
+export type { Context, Operation } from './core/context.js';
+export {
+  type GiveUpReason,
+  isRejectedError,
+  isResilienceError,
+  isRetriesExhaustedError,
+  isStoreUnavailableError,
+  isTimeoutError,
+  RejectedError,
+  ResilienceError,
+  type ResilienceErrorOptions,
+  RetriesExhaustedError,
+  StoreUnavailableError,
+  TimeoutError,
+} from './core/errors.js';
+export { type Disposer, type Listener, setListenerErrorHandler } from './core/events.js';
+export { fromHttpStatus, type Problem, toHttpStatus, toProblem } from './core/http-status.js';
+export { isTransientKind, type Kind, kinds } from './core/kind.js';
+export { pipeline } from './core/pipeline.js';
+export type { ExecuteOptions, Policy } from './core/policy.js';
+export type { Random } from './core/random.js';
+export { findRetryAfter, parseRetryAfter, retryAfterOf } from './core/retry-after.js';
+export {
+  type Backoff,
+  constant,
+  decorrelatedJitter,
+  type ExponentialOptions,
+  exponential,
+  exponentialJitter,
+  fullJitter,
+  type JitterOptions,
+  linear,
+} from './retry/backoff.js';
+export {
+  type BudgetExhaustedEvent,
+  RetryBudget,
+  type RetryBudgetOptions,
+  retryBudget,
+} from './retry/budget.js';
+export {
+  type FallbackHandler,
+  type FallbackOptions,
+  type FallbackPolicy,
+  fallback,
+} from './retry/fallback.js';
+export {
+  type GiveUpEvent,
+  type RetryEvent,
+  type RetryOptions,
+  RetryPolicy,
+  type RetryPredicate,
+  retry,
+  retryAll,
+  retryIf,
+} from './retry/retry.js';
+export { type TimeoutMode, type TimeoutOptions, TimeoutPolicy, timeout } from './retry/timeout.js';

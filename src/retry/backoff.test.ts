@@ -1,0 +1,135 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { seededRandom } from '../testing/seeded-random.js';
+import {
+  constant,
+  decorrelatedJitter,
+  exponential,
+  exponentialJitter,
+  fullJitter,
+  linear,
+} from './backoff.js';
+
+const retryNumber = fc.integer({ min: 1, max: 10_000 });
+const bounds = fc
+  .tuple(fc.integer({ min: 0, max: 10_000 }), fc.integer({ min: 0, max: 1_000_000 }))
+  .map(([baseMs, extra]) => ({ baseMs, maxMs: baseMs + extra }));
+const seed = fc.integer();
+const ceiling = (b: { baseMs: number; maxMs: number }, n: number) =>
+  b.baseMs === 0 ? 0 : Math.min(b.maxMs, b.baseMs * 2 ** (n - 1));
+
+describe('constant and linear', () => {
+  it('constant returns the same delay', () => {
+    const b = constant(250);
+    expect([1, 2, 50].map(b)).toEqual([250, 250, 250]);
+  });
+
+  it('linear grows by step and stops at the cap', () => {
+    expect([1, 2, 3, 4].map(linear(100, 50, 180))).toEqual([100, 150, 180, 180]);
+    expect([1, 2, 3].map(linear(100))).toEqual([100, 200, 300]);
+  });
+});
+
+describe('exponential', () => {
+  it('doubles from baseMs and caps at maxMs', () => {
+    expect([1, 2, 3, 4, 5].map(exponential({ baseMs: 100, maxMs: 1_000 }))).toEqual([
+      100, 200, 400, 800, 1_000,
+    ]);
+    expect([1, 2, 3].map(exponential({ baseMs: 10, maxMs: 1_000, factor: 3 }))).toEqual([10, 30, 90]);
+  });
+
+  it('stays bounded for any retry number (no overflow to Infinity or NaN)', () => {
+    fc.assert(
+      fc.property(bounds, retryNumber, ({ baseMs, maxMs }, n) => {
+        const d = exponential({ baseMs, maxMs })(n);
+        return d >= 0 && d <= maxMs && Number.isFinite(d);
+      }),
+    );
+  });
+});
+
+describe('exponentialJitter', () => {
+  it('stays within ±jitter of the exponential value and never above maxMs', () => {
+    fc.assert(
+      fc.property(
+        bounds,
+        retryNumber,
+        seed,
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (b, n, s, jitter) => {
+          const d = exponentialJitter({ ...b, jitter, random: seededRandom(s) })(n);
+          const center = ceiling(b, n);
+          return d >= center * (1 - jitter) - 1e-9 && d <= Math.min(b.maxMs, center * (1 + jitter)) + 1e-9;
+        },
+      ),
+    );
+  });
+
+  it('actually spreads delays (crypto random by default)', () => {
+    const b = exponentialJitter({ baseMs: 1_000, maxMs: 10_000 });
+    const samples = new Set(Array.from({ length: 50 }, () => b(1)));
+    expect(samples.size).toBeGreaterThan(40);
+    for (const d of samples) {
+      expect(d).toBeGreaterThanOrEqual(700);
+      expect(d).toBeLessThanOrEqual(1_300);
+    }
+  });
+});
+
+describe('fullJitter', () => {
+  it('is uniform in [0, min(maxMs, baseMs·2^(n−1)))', () => {
+    fc.assert(
+      fc.property(bounds, retryNumber, seed, (b, n, s) => {
+        const d = fullJitter({ ...b, random: seededRandom(s) })(n);
+        return d >= 0 && d <= ceiling(b, n);
+      }),
+    );
+  });
+});
+
+describe('decorrelatedJitter', () => {
+  it('is non-negative, finite and capped for any retry number', () => {
+    fc.assert(
+      fc.property(bounds, retryNumber, seed, (b, n, s) => {
+        const d = decorrelatedJitter({ ...b, random: seededRandom(s) })(n);
+        return d >= 0 && d <= b.maxMs && Number.isFinite(d);
+      }),
+    );
+  });
+
+  it('grows roughly exponentially: the median delay of retry 5 exceeds that of retry 1 many times', () => {
+    const random = seededRandom(1);
+    const b = decorrelatedJitter({ baseMs: 100, maxMs: 1_000_000, random });
+    const median = (n: number) => {
+      const xs = Array.from({ length: 201 }, () => b(n)).sort((x, y) => x - y);
+      return xs[100]!;
+    };
+    const first = median(1);
+    expect(first).toBeGreaterThan(50);
+    expect(first).toBeLessThan(200);
+    expect(median(5)).toBeGreaterThan(8 * first);
+  });
+});
+
+describe('bad input', () => {
+  it.each([
+    ['constant(-1)', () => constant(-1), /"ms".*-1/],
+    ['constant(NaN)', () => constant(Number.NaN), /"ms".*NaN/],
+    ['linear(-1)', () => linear(-1), /"baseMs"/],
+    ['linear step NaN', () => linear(1, Number.NaN), /"stepMs"/],
+    [
+      'exponential maxMs < baseMs',
+      () => exponential({ baseMs: 10, maxMs: 5 }),
+      /"maxMs" \(5\).*"baseMs" \(10\)/,
+    ],
+    ['exponential maxMs Infinity', () => exponential({ baseMs: 10, maxMs: Infinity }), /"maxMs".*Infinity/],
+    ['exponential factor 0.5', () => exponential({ factor: 0.5 }), /"factor"/],
+    ['exponentialJitter jitter 1.5', () => exponentialJitter({ jitter: 1.5 }), /"jitter".*1.5/],
+    ['fullJitter random 3', () => fullJitter({ random: 3 as never }), /"random".*3/],
+    ['decorrelatedJitter baseMs "x"', () => decorrelatedJitter({ baseMs: 'x' as never }), /"baseMs".*"x"/],
+    ['options not an object', () => exponentialJitter(7 as never), /options.*7/],
+  ])('%s throws a TypeError naming the option', (_name, make, message) => {
+    expect(make).toThrow(TypeError);
+    expect(make).toThrow(message);
+  });
+});

@@ -1,0 +1,139 @@
+/**
+ * Backoff strategies: how long to wait before retry `n` (n = 1 for the first retry). Each is a
+ * stateless function, safe to share between concurrent calls and policies, and bounded: it never
+ * returns a negative number, NaN, or more than its `maxMs`.
+ */
+import { cryptoRandom, type Random } from '../core/random.js';
+import { inRange, isFunction, nonNegative, optionsObject } from '../core/validate.js';
+
+/** Milliseconds to wait before retry `retry` (1 for the first retry). */
+export type Backoff = (retry: number) => number;
+
+/** Options of the exponential families. */
+export interface ExponentialOptions {
+  /** The first delay (the median first delay for `decorrelatedJitter`). @default 100 */
+  readonly baseMs?: number;
+  /** The ceiling of every delay. @default 30_000 */
+  readonly maxMs?: number;
+}
+
+/** Options of jittered strategies. */
+export interface JitterOptions extends ExponentialOptions {
+  /** Source of [0, 1) randomness. @default crypto-backed */
+  readonly random?: Random;
+}
+
+function bounds(options: ExponentialOptions | undefined, name: string): { baseMs: number; maxMs: number } {
+  const o = optionsObject(name, options);
+  const baseMs = nonNegative('baseMs', o.baseMs ?? 100);
+  const maxMs = nonNegative('maxMs', o.maxMs ?? 30_000);
+  if (maxMs < baseMs) throw new TypeError(`expected "maxMs" (${maxMs}) to be at least "baseMs" (${baseMs})`);
+  return { baseMs, maxMs };
+}
+
+function randomOf(options: JitterOptions | undefined): Random {
+  return options?.random === undefined ? cryptoRandom : isFunction<Random>('random', options.random);
+}
+
+/** The exponent for retry n (n < 1 is treated as 1). */
+function step(retry: number): number {
+  return retry > 1 ? retry - 1 : 0;
+}
+
+/** `min(maxMs, baseMs · factor^(n−1))`, safe from 0 · Infinity = NaN for huge n. */
+function grow(baseMs: number, factor: number, retry: number, maxMs: number): number {
+  if (baseMs === 0) return 0;
+  return Math.min(maxMs, baseMs * factor ** step(retry));
+}
+
+/**
+ * The same delay before every retry.
+ * @example retry({ backoff: constant(250) })
+ */
+export function constant(ms: number): Backoff {
+  nonNegative('ms', ms);
+  return () => ms;
+}
+
+/**
+ * `baseMs`, then `baseMs + stepMs`, `baseMs + 2·stepMs`, ... capped at `maxMs`.
+ * @param stepMs @default baseMs
+ * @param maxMs @default Infinity
+ * @example retry({ backoff: linear(100, 50, 1_000) })
+ */
+export function linear(baseMs: number, stepMs: number = baseMs, maxMs = Infinity): Backoff {
+  nonNegative('baseMs', baseMs);
+  nonNegative('stepMs', stepMs);
+  nonNegative('maxMs', maxMs, true);
+  return (retry) => Math.min(maxMs, baseMs + stepMs * step(retry));
+}
+
+/**
+ * `baseMs · factor^(n−1)` capped at `maxMs`, with no jitter. Prefer {@link exponentialJitter} when
+ * many clients retry the same dependency: identical delays synchronise them into waves.
+ * @example retry({ backoff: exponential({ baseMs: 100, maxMs: 5_000 }) })
+ */
+export function exponential(options?: ExponentialOptions & { readonly factor?: number }): Backoff {
+  const { baseMs, maxMs } = bounds(options, 'exponential options');
+  const factor = inRange('factor', options?.factor ?? 2, 1, Number.MAX_VALUE);
+  return (retry) => grow(baseMs, factor, retry, maxMs);
+}
+
+/**
+ * The default: exponential (`baseMs · 2^(n−1)`, capped at `maxMs`) spread by ±`jitter` (30 %)
+ * crypto-random, then capped at `maxMs` again. Delays fall in
+ * `[(1 − jitter)·d, min(maxMs, (1 + jitter)·d)]` where `d = min(maxMs, baseMs · 2^(n−1))`.
+ * @example retry({ backoff: exponentialJitter({ baseMs: 100, maxMs: 2_000 }) })
+ */
+export function exponentialJitter(options?: JitterOptions & { readonly jitter?: number }): Backoff {
+  const { baseMs, maxMs } = bounds(options, 'exponentialJitter options');
+  const jitter = inRange('jitter', options?.jitter ?? 0.3, 0, 1);
+  const random = randomOf(options);
+  return (retry) => {
+    const d = grow(baseMs, 2, retry, maxMs);
+    return Math.min(maxMs, d * (1 + jitter * (2 * random() - 1)));
+  };
+}
+
+/**
+ * AWS "full jitter": uniform in `[0, min(maxMs, baseMs · 2^(n−1)))` (AWS writes the exponent as the
+ * attempt counted from 0). Spreads retries the most; some delays are near zero.
+ * @example retry({ backoff: fullJitter({ baseMs: 100, maxMs: 10_000 }) })
+ */
+export function fullJitter(options?: JitterOptions): Backoff {
+  const { baseMs, maxMs } = bounds(options, 'fullJitter options');
+  const random = randomOf(options);
+  return (retry) => random() * grow(baseMs, 2, retry, maxMs);
+}
+
+// Polly's "decorrelated jitter v2" curve: f(t) = 2^t · tanh(√(4t)); scaled so that the median
+// first delay is about baseMs.
+const P_FACTOR = 4;
+const RP_SCALING = 1 / 1.4;
+function curve(t: number): number {
+  return t <= 0 ? 0 : 2 ** t * Math.tanh(Math.sqrt(P_FACTOR * t));
+}
+
+/**
+ * Decorrelated jitter, stateless: delay n = `baseMs · (f(t) − f(t − 1)) / 1.4` with
+ * `t = n − 1 + random()` on Polly's v2 curve `f(t) = 2^t·tanh(√(4t))`. Growth is exponential and
+ * smooth, without the clumping of ±jitter, and without per-call state (so one instance can be
+ * shared). Capped at `maxMs`.
+ * @example retry({ backoff: decorrelatedJitter({ baseMs: 200, maxMs: 10_000 }) })
+ */
+export function decorrelatedJitter(options?: JitterOptions): Backoff {
+  const { baseMs, maxMs } = bounds(options, 'decorrelatedJitter options');
+  const random = randomOf(options);
+  return (retry) => {
+    const t = step(retry) + random();
+    const value = (curve(t) - curve(t - 1)) * RP_SCALING * baseMs;
+    // Huge t overflows to Infinity − Infinity = NaN: both mean "past the cap" (Math.min keeps NaN).
+    // biome-ignore lint/complexity/useMathMinMax: the ternary maps NaN to maxMs
+    return value < maxMs ? value : maxMs;
+  };
+}
+
+/** Validates a user-supplied backoff option. */
+export function backoffOption(value: unknown): Backoff {
+  return isFunction<Backoff>('backoff', value);
+}

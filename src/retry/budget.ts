@@ -1,0 +1,120 @@
+import { type Clock, systemClock } from '../core/clock.js';
+import { type Disposer, type Listener, Listeners } from '../core/events.js';
+import { isClock, nonNegative, optionsObject, positive } from '../core/validate.js';
+
+/** Options of {@link retryBudget}. */
+export interface RetryBudgetOptions {
+  /** Retries allowed per successful call in the window (0.1 = one retry per ten successes). */
+  readonly ratio: number;
+  /** Retries always allowed per second of the window, even with no successes (the floor). */
+  readonly minPerSecond: number;
+  /** The sliding window the counts cover. @default 10_000 */
+  readonly windowMs?: number;
+  /** @default systemClock */
+  readonly clock?: Clock;
+}
+
+/** Emitted when a retry is refused because the budget is spent. */
+export interface BudgetExhaustedEvent {
+  /** Retries already taken in the window. */
+  readonly retries: number;
+  /** Successful calls in the window. */
+  readonly successes: number;
+}
+
+const BUCKETS = 10;
+
+/**
+ * A retry budget shared by many retry (and hedge) policies: over a sliding window, retries may be
+ * at most `ratio × successful calls + minPerSecond × window seconds` (the gRPC / Finagle design).
+ * When a dependency fails hard there are no successes to earn retries from, so retries fall to
+ * the floor instead of multiplying the load (a retry storm). Memory is O(10 buckets).
+ */
+export class RetryBudget {
+  private readonly ratio: number;
+  private readonly floor: number;
+  private readonly bucketMs: number;
+  private readonly clock: Clock;
+  private readonly successes = new Float64Array(BUCKETS);
+  private readonly retries = new Float64Array(BUCKETS);
+  private successTotal = 0;
+  private retryTotal = 0;
+  private bucket: number;
+  private readonly exhausted = new Listeners<BudgetExhaustedEvent>();
+
+  /** Use {@link retryBudget}. */
+  constructor(options: RetryBudgetOptions) {
+    const o = optionsObject('retryBudget options', options);
+    this.ratio = nonNegative('ratio', o.ratio);
+    const minPerSecond = nonNegative('minPerSecond', o.minPerSecond);
+    const windowMs = positive('windowMs', o.windowMs ?? 10_000);
+    this.clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
+    this.bucketMs = windowMs / BUCKETS;
+    this.floor = (minPerSecond * windowMs) / 1000;
+    this.bucket = Math.floor(this.clock.now() / this.bucketMs);
+  }
+
+  /** Records one successful call; retry policies call it for you. */
+  deposit(): void {
+    this.successes[this.rotate()]! += 1;
+    this.successTotal += 1;
+  }
+
+  /**
+   * Takes one retry from the budget. Returns false (and emits `onExhausted`) when the window's
+   * retries already reach `ratio × successes + floor`.
+   */
+  tryWithdraw(): boolean {
+    const slot = this.rotate();
+    if (this.retryTotal + 1 > this.ratio * this.successTotal + this.floor) {
+      if (this.exhausted.active)
+        this.exhausted.emit({ retries: this.retryTotal, successes: this.successTotal });
+      return false;
+    }
+    this.retries[slot]! += 1;
+    this.retryTotal += 1;
+    return true;
+  }
+
+  /** Whole retries that could be taken now. */
+  get available(): number {
+    this.rotate();
+    return Math.max(0, Math.floor(this.ratio * this.successTotal + this.floor - this.retryTotal));
+  }
+
+  /** Subscribes to refusals; returns a disposer. */
+  onExhausted(listener: Listener<BudgetExhaustedEvent>): Disposer {
+    return this.exhausted.add(listener);
+  }
+
+  /** Moves the window to now, dropping buckets that fell out of it; returns the current slot. */
+  private rotate(): number {
+    const bucket = Math.floor(this.clock.now() / this.bucketMs);
+    // A clock that steps back keeps counting into the newest bucket.
+    if (bucket > this.bucket) {
+      const stale = Math.min(BUCKETS, bucket - this.bucket);
+      for (let i = 1; i <= stale; i++) {
+        const slot = (((this.bucket + i) % BUCKETS) + BUCKETS) % BUCKETS;
+        this.successTotal -= this.successes[slot]!;
+        this.retryTotal -= this.retries[slot]!;
+        this.successes[slot] = 0;
+        this.retries[slot] = 0;
+      }
+      this.bucket = bucket;
+    }
+    return ((this.bucket % BUCKETS) + BUCKETS) % BUCKETS;
+  }
+}
+
+/**
+ * Creates a {@link RetryBudget} to share between retry policies (`retry({ budget })`) and hedges.
+ * Throws a `TypeError` for a negative, NaN or infinite `ratio`/`minPerSecond`, or a bad `windowMs`.
+ *
+ * @example
+ * const budget = retryBudget({ ratio: 0.1, minPerSecond: 10 });
+ * const payments = retry({ maxAttempts: 3, budget });
+ * const ledger = retry({ maxAttempts: 5, budget }); // both draw from the same budget
+ */
+export function retryBudget(options: RetryBudgetOptions): RetryBudget {
+  return new RetryBudget(options);
+}

@@ -1,0 +1,5 @@
+/**
+ * `bulwark/testing`: deterministic time and randomness for tests of code that uses bulwark.
+ */
+export { FakeClock } from './fake-clock.js';
+export { seededRandom } from './seeded-random.js';
