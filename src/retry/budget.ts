@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
+import { SlidingWindow } from '../core/sliding-window.js';
 import { isClock, nonNegative, optionsObject, positive } from '../core/validate.js';
 
 /** Options of {@link retryBudget}. */
@@ -22,7 +23,8 @@ export interface BudgetExhaustedEvent {
   readonly successes: number;
 }
 
-const BUCKETS = 10;
+const SUCCESSES = 0;
+const RETRIES = 1;
 
 /**
  * A retry budget shared by many retry (and hedge) policies: over a sliding window, retries may be
@@ -33,13 +35,7 @@ const BUCKETS = 10;
 export class RetryBudget {
   private readonly ratio: number;
   private readonly floor: number;
-  private readonly bucketMs: number;
-  private readonly clock: Clock;
-  private readonly successes = new Float64Array(BUCKETS);
-  private readonly retries = new Float64Array(BUCKETS);
-  private successTotal = 0;
-  private retryTotal = 0;
-  private bucket: number;
+  private readonly window: SlidingWindow;
   private readonly exhausted = new Listeners<BudgetExhaustedEvent>();
 
   /** Use {@link retryBudget}. */
@@ -48,16 +44,14 @@ export class RetryBudget {
     this.ratio = nonNegative('ratio', o.ratio);
     const minPerSecond = nonNegative('minPerSecond', o.minPerSecond);
     const windowMs = positive('windowMs', o.windowMs ?? 10_000);
-    this.clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
-    this.bucketMs = windowMs / BUCKETS;
+    const clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
+    this.window = new SlidingWindow(clock, 2, windowMs);
     this.floor = (minPerSecond * windowMs) / 1000;
-    this.bucket = Math.floor(this.clock.now() / this.bucketMs);
   }
 
   /** Records one successful call; retry policies call it for you. */
   deposit(): void {
-    this.successes[this.rotate()]! += 1;
-    this.successTotal += 1;
+    this.window.add(SUCCESSES);
   }
 
   /**
@@ -65,44 +59,25 @@ export class RetryBudget {
    * retries already reach `ratio × successes + floor`.
    */
   tryWithdraw(): boolean {
-    const slot = this.rotate();
-    if (this.retryTotal + 1 > this.ratio * this.successTotal + this.floor) {
-      if (this.exhausted.active)
-        this.exhausted.emit({ retries: this.retryTotal, successes: this.successTotal });
+    const retries = this.window.total(RETRIES);
+    const successes = this.window.total(SUCCESSES);
+    if (retries + 1 > this.ratio * successes + this.floor) {
+      if (this.exhausted.active) this.exhausted.emit({ retries, successes });
       return false;
     }
-    this.retries[slot]! += 1;
-    this.retryTotal += 1;
+    this.window.add(RETRIES);
     return true;
   }
 
   /** Whole retries that could be taken now. */
   get available(): number {
-    this.rotate();
-    return Math.max(0, Math.floor(this.ratio * this.successTotal + this.floor - this.retryTotal));
+    const allowed = this.ratio * this.window.total(SUCCESSES) + this.floor;
+    return Math.max(0, Math.floor(allowed - this.window.total(RETRIES)));
   }
 
   /** Subscribes to refusals; returns a disposer. */
   onExhausted(listener: Listener<BudgetExhaustedEvent>): Disposer {
     return this.exhausted.add(listener);
-  }
-
-  /** Moves the window to now, dropping buckets that fell out of it; returns the current slot. */
-  private rotate(): number {
-    const bucket = Math.floor(this.clock.now() / this.bucketMs);
-    // A clock that steps back keeps counting into the newest bucket.
-    if (bucket > this.bucket) {
-      const stale = Math.min(BUCKETS, bucket - this.bucket);
-      for (let i = 1; i <= stale; i++) {
-        const slot = (((this.bucket + i) % BUCKETS) + BUCKETS) % BUCKETS;
-        this.successTotal -= this.successes[slot]!;
-        this.retryTotal -= this.retries[slot]!;
-        this.successes[slot] = 0;
-        this.retries[slot] = 0;
-      }
-      this.bucket = bucket;
-    }
-    return ((this.bucket % BUCKETS) + BUCKETS) % BUCKETS;
   }
 }
 
