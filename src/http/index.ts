@@ -1,5 +1,10 @@
 /**
- * `bulwark/http`: reserved entry point. Its patterns land with their issues (see docs/);
- * until then it exports nothing.
+ * `bulwark/http`: thin adapters between bulwark's patterns and node:http, Express and Fastify. No
+ * pattern logic lives here.
  */
-export {};
+export {
+  type ProblemReply,
+  type ProblemReplyOptions,
+  problemReply,
+  problemResponse,
+} from './problem-response.js';

@@ -1,0 +1,70 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ResilienceError, TimeoutError } from '../core/errors.js';
+import { problemReply, problemResponse } from './problem-response.js';
+
+const servers: ReturnType<typeof createServer>[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
+});
+
+describe('problemReply', () => {
+  it('maps the kind to the status and sets Retry-After in whole seconds, rounded up', () => {
+    const limited = new ResilienceError('slow down', {
+      code: 'ERR_RATE_LIMITED',
+      kind: 'rate_limited',
+      retryAfterMs: 1_200,
+    });
+    const reply = problemReply(limited, { instance: '/orders' });
+    expect(reply.status).toBe(429);
+    expect(reply.headers).toEqual({ 'content-type': 'application/problem+json', 'retry-after': '2' });
+    expect(reply.body).toMatchObject({
+      status: 429,
+      kind: 'rate_limited',
+      code: 'ERR_RATE_LIMITED',
+      instance: '/orders',
+    });
+  });
+
+  it('sends no Retry-After when the error gives none, and merges extra headers', () => {
+    const reply = problemReply(new TimeoutError(100), { headers: { 'x-extra': '1' } });
+    expect(reply.status).toBe(504);
+    expect(reply.headers).toEqual({ 'content-type': 'application/problem+json', 'x-extra': '1' });
+  });
+});
+
+describe('problemResponse', () => {
+  it('answers a real node:http request with status, headers and a problem+json body', async () => {
+    const server = createServer((_req, res) => {
+      problemResponse(
+        res,
+        new ResilienceError('busy', { code: 'ERR_BUSY', kind: 'overloaded', retryAfterMs: 10 }),
+      );
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/x`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(await res.json()).toMatchObject({
+      type: 'urn:bulwark:problem:overloaded',
+      status: 503,
+      detail: 'busy',
+    });
+  });
+
+  it('only ends a response whose headers were already sent', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200);
+      res.write('partial');
+      problemResponse(res, new Error('late failure'));
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('partial');
+  });
+});
