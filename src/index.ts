@@ -3,6 +3,25 @@
  * pattern.
  */
 
+export {
+  type CircuitBreakerPolicy,
+  circuitBreaker,
+} from './circuit-breaker/circuit-breaker.js';
+export { CircuitOpenError, isCircuitOpenError, type RefusingState } from './circuit-breaker/errors.js';
+export type {
+  CircuitBreakerOptions,
+  CircuitSnapshot,
+  CircuitState,
+  FailureRateOptions,
+  RejectedEvent,
+  StateChangeEvent,
+} from './circuit-breaker/options.js';
+export {
+  inferredResilient,
+  type SmartResilienceOptions,
+  SmartResiliencePolicy,
+  smartResilience,
+} from './circuit-breaker/smart.js';
 export { classify, httpStatusKind, isTransient } from './core/classify.js';
 export { type Clock, systemClock, type TimerHandle } from './core/clock.js';
 export type { Context, Operation } from './core/context.js';

@@ -1,0 +1,320 @@
+import { classify } from '../core/classify.js';
+import type { Clock } from '../core/clock.js';
+import type { Context, Operation } from '../core/context.js';
+import { type Disposer, type Listener, Listeners } from '../core/events.js';
+import { failure, type Outcome } from '../core/outcome.js';
+import {
+  BasePolicy,
+  type ExecuteOptions,
+  isThenable,
+  runStep,
+  type Step,
+  startContext,
+} from '../core/policy.js';
+import { TimeLimit } from '../core/time-limit.js';
+import { CircuitOpenError } from './errors.js';
+import {
+  type CircuitBreakerOptions,
+  type CircuitSnapshot,
+  type CircuitState,
+  type RejectedEvent,
+  type ResolvedOptions,
+  resolveOptions,
+  type StateChangeEvent,
+} from './options.js';
+import { OutcomeWindow } from './window.js';
+
+const failureKinds = new Set(['transient', 'timeout', 'unavailable', 'overloaded', 'internal']);
+
+/** The default failure rule: the dependency failed to answer (not: it answered "no"). */
+function failedByKind(error: unknown): boolean {
+  return failureKinds.has(classify(error));
+}
+
+/** What one call turned out to say about the dependency. */
+type Verdict = 0 | 1 | 2;
+const Verdict = {
+  Success: 0,
+  Failure: 1,
+  /** The caller left (or the call was canceled): no evidence either way. */
+  None: 2,
+} as const;
+
+/**
+ * A circuit breaker. Create one with {@link circuitBreaker}.
+ *
+ * Closed → open when a trip rule fires; open refuses every call with {@link CircuitOpenError}
+ * until `resetTimeoutMs` passes; half-open admits `halfOpenProbes` concurrent probes and refuses
+ * the rest; `successThreshold` probe successes close it and any probe failure re-opens it.
+ */
+export class CircuitBreakerPolicy extends BasePolicy {
+  private readonly o: ResolvedOptions;
+  private readonly clock: Clock;
+  private readonly window: OutcomeWindow | undefined;
+  private readonly limit: TimeLimit | undefined;
+  private readonly stateChanged = new Listeners<StateChangeEvent>();
+  private readonly rejected = new Listeners<RejectedEvent>();
+  private current: CircuitState = 'closed';
+  /** Bumped on every transition: outcomes of calls admitted under an older state are ignored. */
+  private generation = 0;
+  private consecutiveFailures = 0;
+  private openUntil = 0;
+  private reopenCount = 0;
+  private probesInFlight = 0;
+  private probeSuccesses = 0;
+
+  /** Use {@link circuitBreaker}. */
+  constructor(options?: CircuitBreakerOptions) {
+    super();
+    const o = resolveOptions(options);
+    this.o = o;
+    this.clock = o.clock;
+    this.window =
+      o.failureRate !== undefined || o.slowRate !== undefined
+        ? new OutcomeWindow(o.clock, o.windowMs)
+        : undefined;
+    this.limit = o.callTimeoutMs === undefined ? undefined : new TimeLimit(o.clock, false);
+    if (options?.onStateChange !== undefined) this.onStateChange(options.onStateChange);
+    if (options?.onRejected !== undefined) this.onRejected(options.onRejected);
+    const initial = o.initialState;
+    if (initial !== undefined) {
+      this.current = initial.state;
+      this.consecutiveFailures = initial.consecutiveFailures;
+      this.reopenCount = initial.reopenCount;
+      this.openUntil = initial.openUntil ?? 0;
+    }
+  }
+
+  /** The current state (an open circuit whose reset time has passed reads as half-open). */
+  get state(): CircuitState {
+    if (this.current === 'open' && this.clock.now() >= this.openUntil) this.transition('half-open');
+    return this.current;
+  }
+
+  /** Subscribes to state changes; returns a disposer. */
+  onStateChange(listener: Listener<StateChangeEvent>): Disposer {
+    return this.stateChanged.add(listener);
+  }
+
+  /** Subscribes to refused calls; returns a disposer. */
+  onRejected(listener: Listener<RejectedEvent>): Disposer {
+    return this.rejected.add(listener);
+  }
+
+  /** Forces the circuit open until {@link reset}: every call is refused. */
+  isolate(): void {
+    if (this.current !== 'isolated') this.transition('isolated');
+  }
+
+  /** Closes the circuit and forgets all history (failures, window, re-open backoff). */
+  reset(): void {
+    this.consecutiveFailures = 0;
+    this.reopenCount = 0;
+    this.window?.clear();
+    if (this.current !== 'closed') this.transition('closed');
+  }
+
+  /**
+   * The state to save across a restart; pass it back as `initialState`. The failure-rate window is
+   * not saved: a restored breaker judges rates afresh.
+   */
+  toJSON(): CircuitSnapshot {
+    const state = this.state;
+    const base = { state, consecutiveFailures: this.consecutiveFailures, reopenCount: this.reopenCount };
+    return state === 'open' ? { ...base, openUntil: this.openUntil } : base;
+  }
+
+  /** The time limit the next admitted call gets (undefined without `callTimeoutMs`). */
+  get callTimeoutMs(): number | undefined {
+    const base = this.o.callTimeoutMs;
+    if (base === undefined) return undefined;
+    return Math.min(this.o.maxCallTimeoutMs, base * (1 + this.consecutiveFailures / 10));
+  }
+
+  /**
+   * Runs `operation` if the circuit admits it; otherwise rejects at once with
+   * {@link CircuitOpenError} without calling it. The call's outcome feeds the trip rules.
+   */
+  override execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
+    // Fast path for the common case: no call timeout, no slow-call rule.
+    if (this.limit !== undefined || this.o.slowRate !== undefined) return super.execute(operation, options);
+    let context: Context;
+    try {
+      context = startContext(operation, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (context.signal.aborted) return Promise.reject(context.signal.reason);
+    const refusal = this.admit();
+    if (refusal !== undefined) return Promise.reject(refusal);
+    const probe = this.current === 'half-open';
+    const generation = this.generation;
+    let result: T | PromiseLike<T>;
+    try {
+      result = operation(context);
+    } catch (error) {
+      this.settle(generation, probe, this.judge(error, context), false);
+      return Promise.reject(error);
+    }
+    if (!isThenable<T>(result)) {
+      this.settle(generation, probe, Verdict.Success, false);
+      return Promise.resolve(result);
+    }
+    return Promise.resolve(result).then(
+      (value) => {
+        this.settle(generation, probe, Verdict.Success, false);
+        return value;
+      },
+      (error: unknown) => {
+        this.settle(generation, probe, this.judge(error, context), false);
+        throw error;
+      },
+    );
+  }
+
+  [runStep]<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
+    const refusal = this.admit();
+    if (refusal !== undefined) return Promise.resolve(failure(refusal));
+    const probe = this.current === 'half-open';
+    const generation = this.generation;
+    const timedSlow = this.o.slowRate !== undefined;
+    const startedAt = timedSlow ? this.clock.now() : 0;
+    const limit = this.limit;
+    const running = limit === undefined ? next(context) : limit.run(next, context, this.callTimeoutMs!);
+    return running.then((outcome) => {
+      const slow = timedSlow && this.clock.now() - startedAt >= this.o.slowCallMs;
+      this.settle(generation, probe, outcome.ok ? Verdict.Success : this.judge(outcome.error, context), slow);
+      return outcome;
+    });
+  }
+
+  /** Admits a call (taking a probe slot when half-open) or returns the refusal. */
+  private admit(): CircuitOpenError | undefined {
+    switch (this.current) {
+      case 'closed':
+        return undefined;
+      case 'open': {
+        const now = this.clock.now();
+        if (now < this.openUntil) return this.refuse('open', this.openUntil - now);
+        this.transition('half-open');
+        return this.takeProbe();
+      }
+      case 'half-open':
+        return this.takeProbe();
+      default:
+        return this.refuse('isolated', undefined);
+    }
+  }
+
+  private takeProbe(): CircuitOpenError | undefined {
+    if (this.probesInFlight >= this.o.halfOpenProbes) return this.refuse('half-open', undefined);
+    this.probesInFlight++;
+    return undefined;
+  }
+
+  private refuse(state: RejectedEvent['state'], retryAfterMs: number | undefined): CircuitOpenError {
+    if (this.rejected.active) this.rejected.emit({ state, retryAfterMs });
+    return new CircuitOpenError(state, retryAfterMs);
+  }
+
+  /** What a failed call says about the dependency. */
+  private judge(error: unknown, context: Context): Verdict {
+    if (context.signal.aborted) return Verdict.None;
+    const isFailure = this.o.isFailure;
+    if (isFailure !== undefined) {
+      try {
+        return isFailure(error) ? Verdict.Failure : Verdict.Success;
+      } catch {
+        return Verdict.Failure; // a broken predicate must not hide failures
+      }
+    }
+    if (failedByKind(error)) return Verdict.Failure;
+    // The dependency answered (a 4xx, a conflict): evidence it is up. A cancellation is no evidence.
+    return classify(error) === 'canceled' ? Verdict.None : Verdict.Success;
+  }
+
+  /** Feeds one call's verdict to the state machine. */
+  private settle(generation: number, probe: boolean, verdict: Verdict, slow: boolean): void {
+    // A call admitted under an earlier state (before an open, reset or isolate) says nothing now.
+    if (generation !== this.generation) return;
+    if (probe) {
+      this.probesInFlight--;
+      if (verdict === Verdict.Failure) {
+        this.consecutiveFailures++;
+        this.reopenCount++;
+        this.open();
+      } else if (verdict === Verdict.Success) {
+        this.consecutiveFailures = 0;
+        if (++this.probeSuccesses >= this.o.successThreshold) this.close();
+      }
+      return;
+    }
+    if (verdict === Verdict.None) return;
+    const failed = verdict === Verdict.Failure;
+    if (failed) this.consecutiveFailures++;
+    else this.consecutiveFailures = 0;
+    const window = this.window;
+    if (window !== undefined) window.record(failed, slow);
+    if (this.current !== 'closed') return;
+    if (
+      this.consecutiveFailures >= this.o.failureThreshold ||
+      (window !== undefined &&
+        ((failed && this.o.failureRate !== undefined && window.failureRateReached(this.o.failureRate)) ||
+          (slow && this.o.slowRate !== undefined && window.slowRateReached(this.o.slowRate))))
+    ) {
+      this.open();
+    }
+  }
+
+  private open(): void {
+    const o = this.o;
+    const ms = Math.min(o.maxResetTimeoutMs, o.resetTimeoutMs * o.resetBackoff ** this.reopenCount);
+    this.openUntil = this.clock.now() + ms;
+    this.transition('open');
+  }
+
+  private close(): void {
+    this.reopenCount = 0;
+    this.consecutiveFailures = 0;
+    this.window?.clear();
+    this.transition('closed');
+  }
+
+  private transition(to: CircuitState): void {
+    const from = this.current;
+    this.current = to;
+    this.generation++;
+    this.probesInFlight = 0;
+    this.probeSuccesses = 0;
+    if (this.stateChanged.active) this.stateChanged.emit({ from, to });
+  }
+}
+
+/**
+ * Creates a circuit breaker: stop calling a dependency that keeps failing, give it time, then
+ * probe it carefully.
+ *
+ * - Trip rules: `failureThreshold` consecutive failures (default 5), and/or `failureRate` over a
+ *   sliding time window, and/or a slow-call rate (`slowCallMs` + `slowCallRate`).
+ * - Only failures of kind `transient`, `timeout`, `unavailable`, `overloaded` or `internal` count
+ *   (override with `isFailure`). A 4xx or a conflict means the dependency answered: it counts as a
+ *   success, never as a failure. A call whose caller aborted counts as nothing.
+ * - Open: refuses at once with {@link CircuitOpenError} (kind `unavailable`, `retryAfterMs` = time
+ *   until half-open), without calling the operation.
+ * - Half-open: exactly `halfOpenProbes` concurrent probes; others refused at once, not queued.
+ *   `successThreshold` successes close it; any probe failure re-opens it, for
+ *   `resetTimeoutMs × resetBackoff^reopens` (capped by `maxResetTimeoutMs`). A probe aborted by its
+ *   caller frees its slot.
+ * - `callTimeoutMs`: each admitted call runs under a cooperative timeout that stretches to
+ *   `callTimeoutMs × (1 + consecutiveFailures / 10)` (capped) while failures accumulate.
+ *
+ * Throws a `TypeError` naming the option for invalid options.
+ *
+ * @example
+ * const breaker = circuitBreaker({ failureRate: { threshold: 0.5, windowMs: 10_000, minimumThroughput: 20 }, resetTimeoutMs: 5_000 });
+ * breaker.onStateChange(({ from, to }) => log.warn(`payments circuit ${from} → ${to}`));
+ * const receipt = await breaker.execute(({ signal }) => payments.charge(order, { signal }));
+ */
+export function circuitBreaker(options?: CircuitBreakerOptions): CircuitBreakerPolicy {
+  return new CircuitBreakerPolicy(options);
+}

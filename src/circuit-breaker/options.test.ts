@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { circuitBreaker } from './circuit-breaker.js';
+
+describe('circuitBreaker bad input', () => {
+  it.each([
+    [{ failureThreshold: 0 }, /"failureThreshold".*got 0/],
+    [{ failureThreshold: 1.5 }, /"failureThreshold".*1.5/],
+    [{ failureRate: { threshold: 0, windowMs: 1_000 } }, /"failureRate.threshold".*got 0/],
+    [{ failureRate: { threshold: 1.2, windowMs: 1_000 } }, /"failureRate.threshold".*1.2/],
+    [{ failureRate: { threshold: 0.5, windowMs: Number.NaN } }, /"failureRate.windowMs".*NaN/],
+    [
+      { failureRate: { threshold: 0.5, windowMs: 1_000, minimumThroughput: 0 } },
+      /"failureRate.minimumThroughput"/,
+    ],
+    [{ failureRate: 0.5 }, /"failureRate".*0.5/],
+    [{ slowCallMs: 100 }, /"slowCallMs" and "slowCallRate" to be given together/],
+    [{ slowCallMs: -1, slowCallRate: 0.5 }, /"slowCallMs".*-1/],
+    [{ slowCallMs: 100, slowCallRate: 2 }, /"slowCallRate".*2/],
+    [{ resetTimeoutMs: 0 }, /"resetTimeoutMs".*got 0/],
+    [{ resetTimeoutMs: Infinity }, /"resetTimeoutMs".*Infinity/],
+    [{ resetBackoff: 0.5 }, /"resetBackoff".*0.5/],
+    [{ resetTimeoutMs: 100, maxResetTimeoutMs: 50 }, /"maxResetTimeoutMs" \(50\).*"resetTimeoutMs" \(100\)/],
+    [{ halfOpenProbes: 0 }, /"halfOpenProbes".*got 0/],
+    [{ successThreshold: -2 }, /"successThreshold".*-2/],
+    [{ callTimeoutMs: 0 }, /"callTimeoutMs".*got 0/],
+    [{ maxCallTimeoutMs: 100 }, /"callTimeoutMs" with "maxCallTimeoutMs"/],
+    [{ callTimeoutMs: 100, maxCallTimeoutMs: 50 }, /"maxCallTimeoutMs" \(50\)/],
+    [{ isFailure: 'yes' }, /"isFailure".*"yes"/],
+    [{ clock: {} }, /"clock"/],
+    ['fast', /"circuitBreaker options".*"fast"/],
+  ])('rejects %o with a TypeError', (options, message) => {
+    expect(() => circuitBreaker(options as never)).toThrow(TypeError);
+    expect(() => circuitBreaker(options as never)).toThrow(message);
+  });
+});
