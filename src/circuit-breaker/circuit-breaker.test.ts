@@ -1,7 +1,6 @@
-import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type { Context } from '../core/context.js';
-import { isTimeoutError, ResilienceError } from '../core/errors.js';
+import { ResilienceError } from '../core/errors.js';
 import { pipeline } from '../core/pipeline.js';
 import type { Policy } from '../core/policy.js';
 import { FakeClock } from '../testing/fake-clock.js';
