@@ -14,7 +14,7 @@ import {
   TimeoutStrategy,
 } from 'cockatiel';
 import Opossum from 'opossum';
-import { circuitBreaker, smartResilience } from '../src/index.js';
+import { circuitBreaker, smartResilience } from 'bulwark';
 import { type Case, machine, measureAll, ns, table } from './support.js';
 
 const noop = async () => 1;

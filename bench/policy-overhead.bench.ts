@@ -12,7 +12,7 @@ import {
   TimeoutStrategy,
 } from 'cockatiel';
 import pRetry from 'p-retry';
-import { pipeline, retry, timeout } from '../src/index.js';
+import { pipeline, retry, timeout } from 'bulwark';
 import { type Case, machine, measureAll, ns, table } from './support.js';
 
 const noop = async () => 1;
