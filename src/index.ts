@@ -46,6 +46,14 @@ export { pipeline } from './core/pipeline.js';
 export type { ExecuteOptions, Policy } from './core/policy.js';
 export type { Random } from './core/random.js';
 export { findRetryAfter, parseRetryAfter, retryAfterOf } from './core/retry-after.js';
+export { HedgeCanceledError, isHedgeCanceledError } from './hedge/errors.js';
+export {
+  type HedgeEvent,
+  type HedgeOptions,
+  type HedgePolicy,
+  type HedgeTrigger,
+  hedge,
+} from './hedge/hedge.js';
 export {
   type Backoff,
   constant,
