@@ -4,6 +4,32 @@
  */
 
 export {
+  type BulkheadOptions,
+  BulkheadPolicy,
+  type BulkheadRejectedEvent,
+  bulkhead,
+} from './admission/bulkhead.js';
+export {
+  type ConcurrencyLimitOptions,
+  ConcurrencyLimitPolicy,
+  type ConcurrencyLimitRejectedEvent,
+  concurrencyLimit,
+} from './admission/concurrency-limit.js';
+export {
+  BulkheadFullError,
+  type BulkheadLimits,
+  type BulkheadRejection,
+  ConcurrencyLimitError,
+  isBulkheadFullError,
+  isConcurrencyLimitError,
+} from './admission/errors.js';
+export {
+  type MapConcurrentOptions,
+  type MapContext,
+  type MapFn,
+  mapConcurrent,
+} from './admission/map-concurrent.js';
+export {
   type CircuitBreakerPolicy,
   circuitBreaker,
 } from './circuit-breaker/circuit-breaker.js';

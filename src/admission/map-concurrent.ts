@@ -1,0 +1,395 @@
+import { isFunction, optionsObject, positiveInteger, show } from '../core/validate.js';
+
+/** Options of {@link mapConcurrent}. */
+export interface MapConcurrentOptions {
+  /**
+   * The most `fn` calls in flight at once, and the most items pulled from `items` ahead of their
+   * results (a positive integer, or `Infinity`, which pulls the whole source: finite sources only).
+   * Required.
+   */
+  readonly concurrency: number;
+  /** Cancels the map: nothing new starts, running calls see their signal abort. */
+  readonly signal?: AbortSignal;
+  /**
+   * `false`: fail fast on the first error. `true`: run every item and resolve with one
+   * `PromiseSettledResult` per item, like `Promise.allSettled`.
+   * @default false
+   */
+  readonly settle?: boolean;
+}
+
+/** What `fn` is told about the map it runs in. */
+export interface MapContext {
+  /**
+   * Shared by every call of one map. Aborts when the caller's signal aborts (with its reason) or,
+   * failing fast, when a sibling fails (with that sibling's error as the reason). Created only if
+   * read.
+   */
+  readonly signal: AbortSignal;
+}
+
+/** The function {@link mapConcurrent} applies to each item. */
+export type MapFn<T, R> = (item: T, index: number, context: MapContext) => R | PromiseLike<R>;
+
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+const ignore = (): void => {};
+
+/** The state of one mapConcurrent call. */
+class MapRun<T, R> {
+  readonly results: unknown[];
+  /** `fn` calls in flight. */
+  private running = 0;
+  /** Live workers (each holds at most one pulled item or one pending pull). */
+  private workers = 0;
+  /** The next index to hand out. */
+  private index = 0;
+  private sourceDone = false;
+  /** The source threw: it must not be closed. */
+  private sourceBroken = false;
+  /** Async source: pulls waiting or running. */
+  private pulling = 0;
+  private pullTail: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+  private error: unknown = undefined;
+  private finished = false;
+  private controller: AbortController | undefined = undefined;
+  private iterator: Iterator<T> | AsyncIterator<T> | undefined = undefined;
+  private resolve!: (results: unknown[]) => void;
+  private reject!: (error: unknown) => void;
+  readonly promise: Promise<unknown[]>;
+  /** The third argument of every `fn` call: one object per map, its signal made on first read. */
+  private readonly context: MapContext;
+
+  constructor(
+    private readonly fn: MapFn<T, R>,
+    private readonly concurrency: number,
+    private readonly settleAll: boolean,
+    private readonly callerSignal: AbortSignal | undefined,
+    size: number,
+  ) {
+    this.results = size > 0 ? new Array(size) : [];
+    this.promise = new Promise<unknown[]>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    const run = this;
+    this.context = Object.freeze({
+      get signal(): AbortSignal {
+        return run.signal();
+      },
+    });
+  }
+
+  private signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.stopped) this.controller.abort(this.error);
+    }
+    return this.controller.signal;
+  }
+
+  /** The caller's signal aborted. (An EventListener object: no closure.) */
+  handleEvent(): void {
+    this.stop(this.callerSignal?.reason);
+  }
+
+  startArray(items: ArrayLike<T>): void {
+    this.listen();
+    const workers = Math.min(this.concurrency, items.length);
+    if (workers === 0) {
+      this.finish();
+      return;
+    }
+    for (let i = 0; i < workers && !this.stopped; i++) {
+      this.workers++;
+      void this.arrayWorker(items);
+    }
+  }
+
+  startIterator(iterator: Iterator<T>): void {
+    this.iterator = iterator;
+    this.listen();
+    // Each worker pulls its first item synchronously, so the loop sees the end of a short source.
+    while (this.workers < this.concurrency && !this.sourceDone && !this.stopped) {
+      this.workers++;
+      void this.iteratorWorker(iterator);
+    }
+    if (this.workers === 0) this.check();
+  }
+
+  startAsyncIterator(iterator: AsyncIterator<T>): void {
+    this.iterator = iterator;
+    this.listen();
+    // More workers are spawned as items arrive, so an async source is never asked for more than
+    // it has delivered plus one.
+    this.workers++;
+    void this.asyncWorker(iterator);
+  }
+
+  private listen(): void {
+    if (this.callerSignal !== undefined) this.callerSignal.addEventListener('abort', this, { once: true });
+  }
+
+  private async arrayWorker(items: ArrayLike<T>): Promise<void> {
+    const fn = this.fn;
+    const context = this.context;
+    const results = this.results;
+    while (!this.stopped) {
+      const index = this.index;
+      if (index >= items.length) break;
+      this.index = index + 1;
+      this.running++;
+      try {
+        const value = await fn(items[index] as T, index, context);
+        results[index] = this.settleAll ? { status: 'fulfilled', value } : value;
+      } catch (error) {
+        this.failed(index, error);
+      }
+      this.running--;
+    }
+    this.workerDone();
+  }
+
+  private async iteratorWorker(iterator: Iterator<T>): Promise<void> {
+    const fn = this.fn;
+    const context = this.context;
+    const results = this.results;
+    while (!this.stopped && !this.sourceDone) {
+      let item: T;
+      try {
+        const result = iterator.next();
+        if (result.done) {
+          this.sourceDone = true;
+          break;
+        }
+        item = result.value;
+      } catch (error) {
+        this.sourceFailed(error);
+        break;
+      }
+      const index = this.index++;
+      this.running++;
+      try {
+        const value = await fn(item, index, context);
+        results[index] = this.settleAll ? { status: 'fulfilled', value } : value;
+      } catch (error) {
+        this.failed(index, error);
+      }
+      this.running--;
+    }
+    this.workerDone();
+  }
+
+  private async asyncWorker(iterator: AsyncIterator<T>): Promise<void> {
+    const fn = this.fn;
+    const context = this.context;
+    const results = this.results;
+    while (!this.stopped && !this.sourceDone) {
+      let result: IteratorResult<T>;
+      this.pulling++;
+      try {
+        result = await this.pull(iterator);
+      } catch (error) {
+        this.pulling--;
+        this.sourceFailed(error);
+        break;
+      }
+      this.pulling--;
+      // Stopped while waiting: the item (if any) is dropped, never started.
+      if (this.stopped || result.done) break;
+      if (this.workers < this.concurrency && !this.sourceDone) {
+        this.workers++;
+        void this.asyncWorker(iterator);
+      }
+      const index = this.index++;
+      this.running++;
+      try {
+        const value = await fn(result.value, index, context);
+        results[index] = this.settleAll ? { status: 'fulfilled', value } : value;
+      } catch (error) {
+        this.failed(index, error);
+      }
+      this.running--;
+    }
+    this.workerDone();
+  }
+
+  /** One `next()` at a time: async iterators need not support overlapping calls. */
+  private pull(iterator: AsyncIterator<T>): Promise<IteratorResult<T>> {
+    const pulled = this.pullTail.then(async (): Promise<IteratorResult<T>> => {
+      if (this.sourceDone || this.stopped) return DONE;
+      const result = await iterator.next();
+      // Marked here, before the next queued pull runs, so nothing calls next() after the end.
+      if (result.done) this.sourceDone = true;
+      return result;
+    });
+    this.pullTail = pulled.then(ignore, ignore);
+    return pulled;
+  }
+
+  private failed(index: number, error: unknown): void {
+    if (this.settleAll) this.results[index] = { status: 'rejected', reason: error };
+    else this.stop(error);
+  }
+
+  private sourceFailed(error: unknown): void {
+    this.sourceBroken = true;
+    this.stop(error);
+  }
+
+  /** Stops launching; the first reason wins. Running calls see the shared signal abort. */
+  private stop(error: unknown): void {
+    if (this.stopped || this.finished) return;
+    this.stopped = true;
+    this.error = error;
+    this.controller?.abort(error);
+    this.check();
+  }
+
+  private workerDone(): void {
+    this.workers--;
+    this.check();
+  }
+
+  /** Settles the map once nothing it started is still running. */
+  private check(): void {
+    if (this.finished) return;
+    if (this.stopped ? this.running === 0 : this.workers === 0) this.finish();
+  }
+
+  private finish(): void {
+    this.finished = true;
+    this.callerSignal?.removeEventListener('abort', this);
+    if (!this.stopped) {
+      this.resolve(this.results);
+      return;
+    }
+    const error = this.error;
+    const iterator = this.iterator;
+    if (iterator === undefined || this.sourceDone || this.sourceBroken || iterator.return === undefined) {
+      this.reject(error);
+      return;
+    }
+    // Close the source like a `for ... of` that breaks, so its `finally` blocks run. A failure to
+    // close never replaces the error that stopped the map.
+    let closing: unknown;
+    try {
+      closing = iterator.return();
+    } catch {
+      this.reject(error);
+      return;
+    }
+    // An async source still busy with a pull would only close after it: do not wait for that.
+    if (this.pulling > 0 || !(closing instanceof Promise)) {
+      this.reject(error);
+      return;
+    }
+    closing.then(
+      () => this.reject(error),
+      () => this.reject(error),
+    );
+  }
+}
+
+function isSignal(value: unknown): value is AbortSignal {
+  const s = value as AbortSignal | null;
+  return (
+    typeof s === 'object' &&
+    s !== null &&
+    typeof s.aborted === 'boolean' &&
+    typeof s.addEventListener === 'function' &&
+    typeof s.removeEventListener === 'function'
+  );
+}
+
+/**
+ * Applies `fn(item, index, { signal })` to every item with at most `concurrency` calls in flight,
+ * and resolves with the results **in input order** (not completion order).
+ *
+ * - **Sources**: arrays, any iterable (generators, Sets, Maps...) and async iterables (async
+ *   generators, Node streams). Items are pulled lazily: never more than `concurrency` items
+ *   are pulled ahead of their results (backpressure), so an infinite generator is fine as
+ *   long as something stops the map. Async sources see one `next()` at a time.
+ * - **Fail fast** (default): the first `fn` to fail (the first in time, not by index) stops the
+ *   map: nothing new is pulled or started, the shared `signal` aborts with that error as its
+ *   reason, and the map waits for the running calls to settle (no orphaned work) before
+ *   rejecting with that first error. Later errors are ignored.
+ * - **`settle: true`**: every item runs; resolves with `{ status: 'fulfilled', value }` or
+ *   `{ status: 'rejected', reason }` per item (the `PromiseSettledResult` shape).
+ * - **Caller abort** (`signal`): stops launching, aborts the shared signal with the caller's
+ *   reason, waits for running calls, then rejects with `signal.reason` (whatever they returned).
+ *   An already-aborted signal rejects at once without touching `items`.
+ * - **Source errors**: if the iterator throws, the map stops as on a failure and rejects with that
+ *   error (in both modes). A source stopped early is closed (`iterator.return()`), so generator
+ *   `finally` blocks run.
+ *
+ * Rejects with a `TypeError` (nothing pulled, nothing run) when `items` is not iterable, `fn` is
+ * not a function, or an option is invalid (`concurrency` must be a positive integer or Infinity).
+ *
+ * @example
+ * const prices = await mapConcurrent(skus, (sku, _i, { signal }) => fetchPrice(sku, { signal }), {
+ *   concurrency: 8,
+ *   signal: AbortSignal.timeout(5_000),
+ * });
+ *
+ * @example
+ * // Stream rows without loading them all: at most 16 in memory at once.
+ * const outcomes = await mapConcurrent(db.cursor('SELECT ...'), sendEmail, { concurrency: 16, settle: true });
+ * const failed = outcomes.filter((o) => o.status === 'rejected');
+ */
+export function mapConcurrent<T, R>(
+  items: Iterable<T> | AsyncIterable<T>,
+  fn: MapFn<T, R>,
+  options: MapConcurrentOptions & { readonly settle: true },
+): Promise<PromiseSettledResult<R>[]>;
+export function mapConcurrent<T, R>(
+  items: Iterable<T> | AsyncIterable<T>,
+  fn: MapFn<T, R>,
+  options: MapConcurrentOptions & { readonly settle?: false },
+): Promise<R[]>;
+export function mapConcurrent<T, R>(
+  items: Iterable<T> | AsyncIterable<T>,
+  fn: MapFn<T, R>,
+  options: MapConcurrentOptions,
+): Promise<R[] | PromiseSettledResult<R>[]>;
+export function mapConcurrent<T, R>(
+  items: Iterable<T> | AsyncIterable<T>,
+  fn: MapFn<T, R>,
+  options: MapConcurrentOptions,
+): Promise<unknown[]> {
+  let run: MapRun<T, R>;
+  let signal: AbortSignal | undefined;
+  try {
+    const o = optionsObject('mapConcurrent options', options);
+    if (options === undefined)
+      throw new TypeError('expected "mapConcurrent options" to be an options object, got undefined');
+    isFunction('fn', fn);
+    const concurrency = positiveInteger('concurrency', o.concurrency, true);
+    if (o.signal !== undefined && !isSignal(o.signal)) {
+      throw new TypeError(`expected "signal" to be an AbortSignal, got ${show(o.signal)}`);
+    }
+    signal = o.signal;
+    if (o.settle !== undefined && typeof o.settle !== 'boolean') {
+      throw new TypeError(`expected "settle" to be a boolean, got ${show(o.settle)}`);
+    }
+    const source = items as Partial<Iterable<T> & AsyncIterable<T>> | null;
+    const array = Array.isArray(items);
+    if (
+      !array &&
+      (source === null ||
+        (typeof source !== 'object' && typeof source !== 'string') ||
+        (typeof source[Symbol.iterator] !== 'function' && typeof source[Symbol.asyncIterator] !== 'function'))
+    ) {
+      throw new TypeError(`expected "items" to be an iterable or async iterable, got ${show(items)}`);
+    }
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    run = new MapRun(fn, concurrency, o.settle === true, signal, array ? (items as T[]).length : 0);
+    if (array) run.startArray(items as T[]);
+    else if (typeof source![Symbol.asyncIterator] === 'function') {
+      run.startAsyncIterator(source![Symbol.asyncIterator]!());
+    } else run.startIterator(source![Symbol.iterator]!());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return run.promise;
+}
