@@ -3,6 +3,24 @@
  * pattern logic lives here.
  */
 export {
+  type BulkheadMiddlewareOptions,
+  bulkheadMiddleware,
+  fastifyBulkhead,
+} from './bulkhead.js';
+export {
+  fastifyLoadShedding,
+  type LoadSheddingOptions,
+  loadSheddingMiddleware,
+  type Middleware,
+  type PriorityAdmitter,
+} from './load-shedding.js';
+export {
+  type FastifyAdmissionPlugin,
+  type FastifyAdmissionRequest,
+  isHealthCheck,
+  type OverloadReplyOptions,
+} from './overload-reply.js';
+export {
   type ProblemReply,
   type ProblemReplyOptions,
   problemReply,

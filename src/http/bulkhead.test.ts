@@ -1,0 +1,450 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { bulkhead } from '../admission/bulkhead.js';
+import { ResilienceError } from '../core/errors.js';
+import type { Policy } from '../core/policy.js';
+import { FakeClock } from '../testing/fake-clock.js';
+import { seededRandom } from '../testing/seeded-random.js';
+import { bulkheadMiddleware, fastifyBulkhead } from './bulkhead.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((c) => c()));
+});
+
+async function listen(server: Server) {
+  const closes: Promise<unknown>[] = [];
+  server.on('request', (_req: IncomingMessage, res: ServerResponse) => closes.push(once(res, 'close')));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    allClosed: () => Promise.all(closes),
+  };
+}
+
+/** Polls between event-loop turns until `condition` holds; fails after 5 s of real time. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const start = performance.now();
+  while (!condition()) {
+    if (performance.now() - start > 5_000) throw new Error(`never happened: ${what}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** A handler that holds each response until the test ends it, recording which paths it saw. */
+function heldHandler() {
+  const held: { path: string; res: ServerResponse }[] = [];
+  return {
+    held,
+    handle(req: IncomingMessage, res: ServerResponse) {
+      held.push({ path: req.url ?? '', res });
+    },
+    end(path: string, body = 'done') {
+      const entry = held.find((h) => h.path === path && !h.res.writableEnded);
+      if (entry === undefined) throw new Error(`no held response for ${path}`);
+      entry.res.end(body);
+    },
+  };
+}
+
+function nodeServer(
+  mw: ReturnType<typeof bulkheadMiddleware>,
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+) {
+  return listen(
+    createServer((req, res) =>
+      mw(req, res, (error) => {
+        if (error !== undefined) {
+          res.writeHead(500, { 'x-error': String((error as Error).message).slice(0, 200) });
+          res.end();
+          return;
+        }
+        handle(req, res);
+      }),
+    ),
+  );
+}
+
+const abortable = (url: string) => {
+  const controller = new AbortController();
+  const response = fetch(url, { signal: controller.signal }).catch((error: unknown) => error);
+  return { abort: () => controller.abort(), response };
+};
+
+describe('bulkheadMiddleware options', () => {
+  const policy = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
+  it.each([
+    ['no options', undefined, /"bulkheadMiddleware options" to be an options object, got undefined/],
+    ['no bulkhead', {}, /"bulkhead" to be a policy \(with execute\) or a function of the request/],
+    ['a bad bulkhead', { bulkhead: { execute: 1 } }, /"bulkhead" to be a policy/],
+    ['a bad exempt', { bulkhead: policy, exempt: 'x' }, /"exempt" to be a function/],
+    ['a bad retryAfterMs', { bulkhead: policy, retryAfterMs: Number.NaN }, /"retryAfterMs"/],
+    ['a bad jitter', { bulkhead: policy, jitter: -1 }, /"jitter"/],
+    ['a bad random', { bulkhead: policy, random: 1 }, /"random" to be a function/],
+  ])('%s is a TypeError', (_name, options, message) => {
+    expect(() => bulkheadMiddleware(options as never)).toThrow(TypeError);
+    expect(() => bulkheadMiddleware(options as never)).toThrow(message);
+  });
+});
+
+describe('bulkheadMiddleware on node:http with bulkhead()', () => {
+  it('runs maxConcurrent, queues maxQueue in order, and answers the rest 503 with a jittered Retry-After', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 1 });
+    const h = heldHandler();
+    const { url, allClosed } = await nodeServer(
+      bulkheadMiddleware({ bulkhead: policy, retryAfterMs: 2_000, random: () => 0.99 }),
+      h.handle,
+    );
+    const a = fetch(`${url}/a`);
+    await until(() => h.held.length === 1, 'a runs');
+    const b = fetch(`${url}/b`);
+    await until(() => policy.queued === 1, 'b is queued');
+    const c = await fetch(`${url}/c`);
+    expect(c.status).toBe(503);
+    expect(c.headers.get('content-type')).toBe('application/problem+json');
+    // base 2 s + jitter ⌈2 s × 0.5⌉ = 1 s
+    expect(c.headers.get('retry-after')).toBe('3');
+    expect(await c.json()).toMatchObject({
+      type: 'urn:bulwark:problem:overloaded',
+      status: 503,
+      code: 'ERR_BULKHEAD_FULL',
+      retryAfterMs: 3_000,
+      instance: '/c',
+    });
+    expect(h.held.map((x) => x.path)).toEqual(['/a']);
+    h.end('/a', 'A');
+    expect(await (await a).text()).toBe('A');
+    await until(() => h.held.length === 2, 'b gets the freed slot');
+    expect(policy.queued).toBe(0);
+    h.end('/b', 'B');
+    expect(await (await b).text()).toBe('B');
+    await allClosed();
+    expect(policy.inFlight).toBe(0);
+  });
+
+  it('a queued request whose queueTimeoutMs passes is answered 503 and never reaches the handler', async () => {
+    const clock = new FakeClock();
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 5, queueTimeoutMs: 500, clock });
+    const h = heldHandler();
+    const { url, allClosed } = await nodeServer(bulkheadMiddleware({ bulkhead: policy }), h.handle);
+    const a = fetch(`${url}/a`);
+    await until(() => h.held.length === 1, 'a runs');
+    const b = fetch(`${url}/b`);
+    await until(() => policy.queued === 1, 'b is queued');
+    await clock.advance(500);
+    const refused = await b;
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toMatchObject({
+      code: 'ERR_BULKHEAD_FULL',
+      detail: expect.stringMatching(/queue timeout/),
+    });
+    expect(policy.queued).toBe(0);
+    h.end('/a');
+    await a;
+    await allClosed();
+    expect(h.held.map((x) => x.path)).toEqual(['/a']);
+    expect(policy.inFlight).toBe(0);
+  });
+
+  it('a client that disconnects while queued leaves the queue without taking a slot', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 5 });
+    const h = heldHandler();
+    const { url, allClosed } = await nodeServer(bulkheadMiddleware({ bulkhead: policy }), h.handle);
+    const a = fetch(`${url}/a`);
+    await until(() => h.held.length === 1, 'a runs');
+    const b = abortable(`${url}/b`);
+    await until(() => policy.queued === 1, 'b is queued');
+    b.abort();
+    await b.response;
+    await until(() => policy.queued === 0, 'b left the queue');
+    expect(policy.inFlight).toBe(1);
+    h.end('/a');
+    await a;
+    await allClosed();
+    expect(policy.inFlight).toBe(0);
+    expect(h.held.map((x) => x.path)).toEqual(['/a']);
+    // The slot is free: the next request runs at once.
+    const c = fetch(`${url}/c`);
+    await until(() => h.held.length === 2, 'c runs');
+    h.end('/c');
+    expect((await c).status).toBe(200);
+  });
+
+  it('a client that disconnects while running frees its slot when its response closes', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
+    const h = heldHandler();
+    const { url, allClosed } = await nodeServer(bulkheadMiddleware({ bulkhead: policy }), h.handle);
+    const a = abortable(`${url}/a`);
+    await until(() => h.held.length === 1, 'a runs');
+    expect(policy.inFlight).toBe(1);
+    a.abort();
+    await a.response;
+    await allClosed();
+    expect(policy.inFlight).toBe(0);
+  });
+
+  it('a request whose client left before the middleware ran never runs nor takes a slot', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
+    const mw = bulkheadMiddleware({ bulkhead: policy });
+    let ran = 0;
+    let passed = false;
+    const server = createServer((req, res) => {
+      req.socket.destroy();
+      res.once('close', () => {
+        mw(req, res, () => {
+          ran++;
+        });
+        passed = true;
+      });
+    });
+    const { url, allClosed } = await listen(server);
+    await fetch(url).catch(() => undefined);
+    await allClosed();
+    await until(() => passed, 'the middleware ran after the close');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ran).toBe(0);
+    expect(policy.inFlight).toBe(0);
+  });
+
+  it('no slot leaks under churn: random aborts while queued and running, then everything drains', async () => {
+    const policy = bulkhead({ maxConcurrent: 3, maxQueue: 6 });
+    const random = seededRandom(11);
+    let peak = 0;
+    const server = createServer((req, res) =>
+      bulkheadMiddleware({ bulkhead: policy })(req, res, () => {
+        peak = Math.max(peak, policy.inFlight);
+        setImmediate(() => res.end('ok'));
+      }),
+    );
+    const { url, allClosed } = await listen(server);
+    const calls = Array.from({ length: 60 }, () => {
+      const call = abortable(`${url}/work`);
+      if (random() < 0.4) setImmediate(call.abort);
+      return call.response;
+    });
+    const results = await Promise.all(calls);
+    await allClosed();
+    expect(policy.inFlight).toBe(0);
+    expect(policy.queued).toBe(0);
+    expect(peak).toBeLessThanOrEqual(3);
+    const statuses = results.map((r) => (r instanceof Response ? r.status : 'aborted'));
+    expect(statuses.every((s) => s === 200 || s === 503 || s === 'aborted')).toBe(true);
+  });
+
+  it('health routes skip the bulkhead even when it is full', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
+    const h = heldHandler();
+    const { url } = await nodeServer(bulkheadMiddleware({ bulkhead: policy }), (req, res) => {
+      if (req.url === '/healthz') res.end('up');
+      else h.handle(req, res);
+    });
+    const a = fetch(`${url}/a`);
+    await until(() => h.held.length === 1, 'a runs');
+    expect((await fetch(`${url}/b`)).status).toBe(503);
+    expect(await (await fetch(`${url}/healthz`)).text()).toBe('up');
+    h.end('/a');
+    await a;
+  });
+});
+
+describe('bulkheadMiddleware tiers and other policies', () => {
+  it('a selector gives each route its own bulkhead: a full optional tier never blocks checkout', async () => {
+    const critical = bulkhead({ maxConcurrent: 2, maxQueue: 2 });
+    const optional = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
+    const h = heldHandler();
+    const { url, allClosed } = await nodeServer(
+      bulkheadMiddleware({
+        bulkhead: (req) =>
+          req.url?.startsWith('/checkout') ? critical : req.url?.startsWith('/recs') ? optional : undefined,
+      }),
+      h.handle,
+    );
+    const recs = fetch(`${url}/recs`);
+    await until(() => h.held.length === 1, 'recs runs');
+    expect((await fetch(`${url}/recs`)).status).toBe(503);
+    const checkout = fetch(`${url}/checkout`);
+    const other = fetch(`${url}/other`);
+    await until(() => h.held.length === 3, 'checkout and the unlimited route run');
+    expect(critical.inFlight).toBe(1);
+    h.end('/checkout', 'paid');
+    h.end('/other', 'other');
+    h.end('/recs', 'recs');
+    expect(await (await checkout).text()).toBe('paid');
+    expect(await (await other).text()).toBe('other');
+    expect(await (await recs).text()).toBe('recs');
+    await allClosed();
+    expect(critical.inFlight + optional.inFlight).toBe(0);
+  });
+
+  it('a selector that throws or returns a non-policy goes to next(error)', async () => {
+    const { url } = await nodeServer(
+      bulkheadMiddleware({
+        bulkhead: (req) => {
+          if (req.url === '/throw') throw new Error('selector bug');
+          return 42 as unknown as Policy;
+        },
+      }),
+      (_req, res) => res.end('ok'),
+    );
+    const thrown = await fetch(`${url}/throw`);
+    expect(thrown.status).toBe(500);
+    expect(thrown.headers.get('x-error')).toBe('selector bug');
+    const wrong = await fetch(`${url}/wrong`);
+    expect(wrong.status).toBe(500);
+    expect(wrong.headers.get('x-error')).toMatch(/"bulkhead" to return a policy/);
+  });
+
+  it('works with any Policy: a foreign refusal keeps its status; only transient kinds get Retry-After', async () => {
+    const refusing: Policy = {
+      execute: (_op, options) =>
+        Promise.reject(
+          options?.signal !== undefined && (globalThis as { refuseInvalid?: boolean }).refuseInvalid
+            ? new ResilienceError('no', { code: 'ERR_NO', kind: 'invalid' })
+            : new ResilienceError('busy', { code: 'ERR_BUSY', kind: 'overloaded', retryAfterMs: 4_000 }),
+        ),
+    };
+    const { url } = await nodeServer(bulkheadMiddleware({ bulkhead: refusing, random: () => 0 }), (_r, res) =>
+      res.end('never'),
+    );
+    const busy = await fetch(`${url}/x`);
+    expect(busy.status).toBe(503);
+    expect(busy.headers.get('retry-after')).toBe('4');
+    expect(await busy.json()).toMatchObject({ code: 'ERR_BUSY', retryAfterMs: 4_000 });
+    (globalThis as { refuseInvalid?: boolean }).refuseInvalid = true;
+    try {
+      const invalid = await fetch(`${url}/x`);
+      expect(invalid.status).toBe(400);
+      expect(invalid.headers.get('retry-after')).toBeNull();
+    } finally {
+      delete (globalThis as { refuseInvalid?: boolean }).refuseInvalid;
+    }
+  });
+
+  it('a policy that ignores the abort never runs a request whose client already left', async () => {
+    let start: (() => void) | undefined;
+    const late: Policy = {
+      execute: <T>(op: (ctx: never) => T | Promise<T>) =>
+        new Promise<T>((resolve, reject) => {
+          start = () => Promise.resolve(op({} as never)).then(resolve, reject);
+        }),
+    };
+    let reached = 0;
+    const { url, allClosed } = await nodeServer(bulkheadMiddleware({ bulkhead: late }), (_r, res) => {
+      reached++;
+      res.end('ran');
+    });
+    const gone = abortable(`${url}/x`);
+    await until(() => start !== undefined, 'the request waits in the policy');
+    gone.abort();
+    await gone.response;
+    await allClosed();
+    start!();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(reached).toBe(0);
+  });
+});
+
+describe('bulkheadMiddleware on Express', () => {
+  it('queues, refuses and frees slots for an Express app; errors reach the error handler', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 1 });
+    const app = express();
+    const held: express.Response[] = [];
+    app.use(
+      bulkheadMiddleware({
+        bulkhead: (req) => {
+          if (req.url === '/broken') throw new Error('selector bug');
+          return policy;
+        },
+        random: () => 0,
+      }),
+    );
+    app.get('/slow', (_req, res) => void held.push(res));
+    app.get('/healthz', (_req, res) => void res.send('up'));
+    app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(500).send(`handled: ${error.message}`);
+    });
+    const { url, allClosed } = await listen(createServer(app));
+    const a = fetch(`${url}/slow`);
+    await until(() => held.length === 1, 'a runs');
+    const b = abortable(`${url}/slow`);
+    await until(() => policy.queued === 1, 'b is queued');
+    const c = await fetch(`${url}/slow`);
+    expect(c.status).toBe(503);
+    expect(c.headers.get('retry-after')).toBe('1');
+    expect(await c.json()).toMatchObject({ code: 'ERR_BULKHEAD_FULL' });
+    expect(await (await fetch(`${url}/healthz`)).text()).toBe('up');
+    const broken = await fetch(`${url}/broken`);
+    expect(await broken.text()).toBe('handled: selector bug');
+    b.abort();
+    await b.response;
+    await until(() => policy.queued === 0, 'b left the queue');
+    held[0]!.send('A');
+    expect(await (await a).text()).toBe('A');
+    await allClosed();
+    expect(policy.inFlight).toBe(0);
+    expect(held).toHaveLength(1);
+  });
+});
+
+describe('fastifyBulkhead', () => {
+  async function start(app: FastifyInstance) {
+    cleanups.push(() => app.close());
+    const address = await app.listen({ port: 0, host: '127.0.0.1' });
+    const closes: Promise<unknown>[] = [];
+    app.server.on('request', (_req: IncomingMessage, res: ServerResponse) => closes.push(once(res, 'close')));
+    return { url: address, allClosed: () => Promise.all(closes) };
+  }
+
+  it('holds a slot per request until the reply closes, queues, refuses 503 and lets a queued client leave', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 1 });
+    const app = Fastify({ forceCloseConnections: true });
+    await app.register(fastifyBulkhead, { bulkhead: policy, random: () => 0 });
+    const finish: (() => void)[] = [];
+    app.get('/slow', async () => {
+      await new Promise<void>((resolve) => finish.push(resolve));
+      return 'slow';
+    });
+    app.get('/healthz', async () => 'up');
+    await app.register(async (child) => {
+      child.get('/child', async () => 'child');
+    });
+    const { url, allClosed } = await start(app);
+
+    const a = fetch(`${url}/slow`);
+    await until(() => finish.length === 1, 'a runs');
+    const b = abortable(`${url}/child`);
+    await until(() => policy.queued === 1, 'b (a child-plugin route) is queued');
+    const c = await fetch(`${url}/slow`);
+    expect(c.status).toBe(503);
+    expect(c.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(c.headers.get('retry-after')).toBe('1');
+    expect(await c.json()).toMatchObject({ code: 'ERR_BULKHEAD_FULL', instance: '/slow' });
+    expect(await (await fetch(`${url}/healthz`)).text()).toBe('up');
+    b.abort();
+    await b.response;
+    await until(() => policy.queued === 0, 'b left the queue');
+    finish[0]!();
+    expect(await (await a).text()).toBe('slow');
+    await allClosed();
+    expect(policy.inFlight).toBe(0);
+    expect(finish).toHaveLength(1);
+  });
+
+  it('bad options fail the registration with the TypeError', async () => {
+    const app = Fastify();
+    app.register(fastifyBulkhead, { bulkhead: 'big' as never });
+    await expect(app.ready()).rejects.toThrow(/"bulkhead" to be a policy/);
+    await app.close();
+  });
+});
