@@ -62,6 +62,19 @@ describe('package exports', () => {
       'RetriesExhaustedError',
       'isTimeoutError',
       'isRetriesExhaustedError',
+      'circuitBreaker',
+      'smartResilience',
+      'inferredResilient',
+      'CircuitOpenError',
+      'isCircuitOpenError',
+      'hedge',
+      'concurrencyLimit',
+      'bulkhead',
+      'mapConcurrent',
+      'BulkheadFullError',
+      'ConcurrencyLimitError',
+      'LoadShedError',
+      'isLoadShedError',
     ]) {
       expect(main, name).toHaveProperty(name);
     }
@@ -69,5 +82,20 @@ describe('package exports', () => {
       FakeClock: new (startMs: number) => { now(): number };
     };
     expect(new FakeClock(5).now()).toBe(5);
+  });
+
+  it('bulwark/node and bulwark/http expose their adapters', async () => {
+    expect(await load('bulwark/node')).toHaveProperty('loadShedder');
+    const http = await load('bulwark/http');
+    for (const name of [
+      'problemReply',
+      'problemResponse',
+      'loadSheddingMiddleware',
+      'fastifyLoadShedding',
+      'bulkheadMiddleware',
+      'fastifyBulkhead',
+    ]) {
+      expect(http, name).toHaveProperty(name);
+    }
   });
 });
