@@ -24,11 +24,27 @@ export {
   isConcurrencyLimitError,
 } from './admission/errors.js';
 export {
+  type LoadLimits,
+  type LoadPressure,
+  LoadShedder,
+  type LoadShedderOptions,
+  LoadShedPolicy,
+  type LoadSource,
+  type SampledSignals,
+} from './admission/load-shedder.js';
+export {
   type MapConcurrentOptions,
   type MapContext,
   type MapFn,
   mapConcurrent,
 } from './admission/map-concurrent.js';
+export {
+  isLoadShedError,
+  type LoadShedDetails,
+  LoadShedError,
+  type LoadSignal,
+  type Priority,
+} from './admission/shed-error.js';
 export {
   type CircuitBreakerPolicy,
   circuitBreaker,
