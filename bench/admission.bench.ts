@@ -8,10 +8,10 @@
  */
 
 import { PerformanceObserver } from 'node:perf_hooks';
+import { bulkhead, mapConcurrent } from 'bulwark';
 import { bulkhead as cBulkhead } from 'cockatiel';
 import pLimit from 'p-limit';
 import pMap from 'p-map';
-import { bulkhead, mapConcurrent } from 'bulwark';
 import { machine, table } from './support.js';
 
 const CONCURRENCY = 16;

@@ -3,6 +3,8 @@
  * (ConsecutiveBreaker, SamplingBreaker) vs opossum 9, plus the smart composite vs cockatiel's
  * wrap(retry, breaker). One process, one run; prints overhead above a bare call and ratios.
  */
+
+import { circuitBreaker, smartResilience } from 'bulwark';
 import {
   ConsecutiveBreaker,
   circuitBreaker as cBreaker,
@@ -14,7 +16,6 @@ import {
   TimeoutStrategy,
 } from 'cockatiel';
 import Opossum from 'opossum';
-import { circuitBreaker, smartResilience } from 'bulwark';
 import { type Case, machine, measureAll, ns, table } from './support.js';
 
 const noop = async () => 1;

@@ -2,6 +2,8 @@
  * Overhead of a policy around a resolved async no-op: ours vs cockatiel 3.x and p-retry, in one
  * process and run. Prints ns/op above a bare call and the ratio ours ÷ peer.
  */
+
+import { pipeline, retry, timeout } from 'bulwark';
 import {
   ConsecutiveBreaker,
   circuitBreaker,
@@ -12,7 +14,6 @@ import {
   TimeoutStrategy,
 } from 'cockatiel';
 import pRetry from 'p-retry';
-import { pipeline, retry, timeout } from 'bulwark';
 import { type Case, machine, measureAll, ns, table } from './support.js';
 
 const noop = async () => 1;

@@ -96,6 +96,26 @@ export {
   type HedgeTrigger,
   hedge,
 } from './hedge/hedge.js';
+export { isRateLimitedError, RateLimitedError } from './rate-limit/errors.js';
+export type { RateLimitPolicy, RateLimitPolicyOptions } from './rate-limit/rate-limit-policy.js';
+export {
+  RateLimiter,
+  type RateLimiterOptions,
+  type RateLimitRejectedEvent,
+  type RateLimitStoreErrorEvent,
+  type RateLimitWaitOptions,
+  type ResetReturn,
+  rateLimiter,
+  type StoreErrorMode,
+} from './rate-limit/rate-limiter.js';
+export type { RateLimitRuleOptions } from './rate-limit/rule.js';
+export type {
+  RateLimitAlgorithm,
+  RateLimitResult,
+  RateLimitRule,
+  RateLimitStore,
+  SyncRateLimitStore,
+} from './rate-limit/store.js';
 export {
   type Backoff,
   constant,
@@ -130,3 +150,8 @@ export {
   retryIf,
 } from './retry/retry.js';
 export { type TimeoutMode, type TimeoutOptions, TimeoutPolicy, timeout } from './retry/timeout.js';
+export {
+  MemoryRateLimitStore,
+  type MemoryRateLimitStoreOptions,
+  memoryRateLimitStore,
+} from './stores/memory/rate-limit.js';

@@ -75,6 +75,10 @@ describe('package exports', () => {
       'ConcurrencyLimitError',
       'LoadShedError',
       'isLoadShedError',
+      'rateLimiter',
+      'RateLimitedError',
+      'isRateLimitedError',
+      'memoryRateLimitStore',
     ]) {
       expect(main, name).toHaveProperty(name);
     }
@@ -86,6 +90,8 @@ describe('package exports', () => {
 
   it('bulwark/node and bulwark/http expose their adapters', async () => {
     expect(await load('bulwark/node')).toHaveProperty('loadShedder');
+    expect(await load('bulwark/redis')).toHaveProperty('redisStores');
+    expect(await load('bulwark/testing')).toHaveProperty('rateLimitStoreConformance');
     const http = await load('bulwark/http');
     for (const name of [
       'problemReply',
@@ -94,6 +100,9 @@ describe('package exports', () => {
       'fastifyLoadShedding',
       'bulkheadMiddleware',
       'fastifyBulkhead',
+      'rateLimitMiddleware',
+      'fastifyRateLimit',
+      'rateLimitHeaders',
     ]) {
       expect(http, name).toHaveProperty(name);
     }

@@ -26,3 +26,15 @@ export {
   problemReply,
   problemResponse,
 } from './problem-response.js';
+export {
+  type FastifyInstanceLike,
+  type FastifyRateLimitOptions,
+  type FastifyReplyLike,
+  type FastifyRequestLike,
+  fastifyRateLimit,
+  type RateLimitHttpOptions,
+  type RateLimitKey,
+  type RateLimitMiddleware,
+  rateLimitHeaders,
+  rateLimitMiddleware,
+} from './rate-limit.js';

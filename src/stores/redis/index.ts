@@ -1,5 +1,77 @@
 /**
- * `bulwark/redis`: reserved entry point. Its patterns land with their issues (see docs/);
- * until then it exports nothing.
+ * `bulwark/redis`: Redis-backed stores for the distributed patterns, on an ioredis client or
+ * cluster. Every store call has its own deadline (`timeoutMs`, default 100 ms), so a dead or
+ * paused Redis costs at most that and fails with `StoreUnavailableError`.
  */
-export {};
+import type { Cluster, Redis } from 'ioredis';
+import { type Clock, systemClock } from '../../core/clock.js';
+import { isClock, optionsObject, positive, show } from '../../core/validate.js';
+import { DEFAULT_STORE_TIMEOUT_MS, StoreDeadline } from './deadline.js';
+import { type RateLimitRedisClient, RedisRateLimitStore } from './rate-limit.js';
+
+export { RedisRateLimitStore } from './rate-limit.js';
+
+/** Options of {@link redisStores}. */
+export interface RedisStoresOptions {
+  /**
+   * Prepended to every key the stores write (after the client's own `keyPrefix`, if any).
+   * @default 'bulwark:'
+   */
+  readonly prefix?: string;
+  /**
+   * Deadline of each store call in milliseconds: past it the call fails with
+   * `StoreUnavailableError`, whatever ioredis is still doing with the command.
+   * @default 100
+   */
+  readonly timeoutMs?: number;
+  /** Clock of the deadline timers (decisions use the server's `TIME`). @default systemClock */
+  readonly clock?: Clock;
+}
+
+/** The Redis stores of one client. Each is created on first access. */
+export interface RedisStores {
+  /** The rate-limit store: pass it as `rateLimiter({ store })`. */
+  readonly rateLimit: RedisRateLimitStore;
+}
+
+/**
+ * Redis-backed stores for every pattern that has one, sharing `client` (an ioredis `Redis` or
+ * `Cluster`). Keys are `<prefix><pattern>:...:{<hash tag>}`; each decision touches keys of one hash
+ * tag only, so Redis Cluster works. Throws a `TypeError` for a bad client or option.
+ *
+ * Use a client with `enableOfflineQueue` left on or off as you like: while the connection is down
+ * (`reconnecting`) store calls fail at once instead of queueing, and any call fails after
+ * `timeoutMs`.
+ *
+ * @example
+ * import { Redis } from 'ioredis';
+ * import { redisStores } from 'bulwark/redis';
+ * const stores = redisStores(new Redis(process.env.REDIS_URL), { prefix: 'shop:' });
+ * const limiter = rateLimiter({ limit: 100, periodMs: 60_000, store: stores.rateLimit });
+ */
+export function redisStores(client: Redis | Cluster, options?: RedisStoresOptions): RedisStores {
+  const c = client as unknown as Partial<RateLimitRedisClient> | null;
+  if (
+    c === null ||
+    typeof c !== 'object' ||
+    typeof c.evalsha !== 'function' ||
+    typeof c.eval !== 'function'
+  ) {
+    throw new TypeError(`expected "client" to be an ioredis Redis or Cluster client, got ${show(client)}`);
+  }
+  const o = optionsObject('redisStores options', options);
+  const prefix = o.prefix ?? 'bulwark:';
+  if (typeof prefix !== 'string')
+    throw new TypeError(`expected "prefix" to be a string, got ${show(prefix)}`);
+  const timeoutMs = positive('timeoutMs', o.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS);
+  const clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
+  const deadline = new StoreDeadline(clock, timeoutMs, 'Redis');
+  const redis = client as unknown as RateLimitRedisClient;
+  let rateLimit: RedisRateLimitStore | undefined;
+  return {
+    get rateLimit() {
+      rateLimit ??= new RedisRateLimitStore(redis, prefix, deadline);
+      return rateLimit;
+    },
+  };
+}

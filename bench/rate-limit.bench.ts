@@ -1,0 +1,194 @@
+/**
+ * Rate limiter decisions per second: ours vs rate-limiter-flexible, in one process and run.
+ *
+ * - In memory (mitata): one hot key, 10 000 keys round-robin, and the refused path. Ours answers
+ *   synchronously (a refusal is a result); `RateLimiterMemory.consume` returns a promise and rejects
+ *   on refusal.
+ * - Redis (throughput over a fixed time, concurrency 1 and 64, one ioredis client): ours with the
+ *   Redis store (GCRA, one EVALSHA per decision, the 100 ms store deadline on), `RateLimiterRedis`,
+ *   and a raw `EVALSHA` of `return 1` (the round-trip ceiling). Allowed path: our blocked-key memory
+ *   would answer refusals without Redis, which would not compare round trips.
+ */
+import { performance } from 'node:perf_hooks';
+import { rateLimiter } from 'bulwark';
+import { redisStores } from 'bulwark/redis';
+import { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
+import { type Case, machine, measureAll, ns, table } from './support.js';
+
+const KEYS = 10_000;
+const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
+const noop = () => {};
+
+function memoryCases(): Case[] {
+  // Huge bursts so the allowed cases never run dry during the measurement.
+  const oursHot = rateLimiter({ limit: 1_000_000, periodMs: 1_000, burst: 1_000_000_000 });
+  const oursMany = rateLimiter({
+    limit: 1_000_000,
+    periodMs: 1_000,
+    burst: 1_000_000_000,
+    maxKeys: 2 * KEYS,
+  });
+  const oursRefused = rateLimiter({ limit: 1, periodMs: 3_600_000 });
+  oursRefused.take('k');
+  const peerHot = new RateLimiterMemory({ points: 1_000_000_000, duration: 3_600 });
+  const peerMany = new RateLimiterMemory({ points: 1_000_000_000, duration: 3_600 });
+  const peerRefused = new RateLimiterMemory({ points: 1, duration: 3_600 });
+  void peerRefused.consume('k');
+  let i = 0;
+  let j = 0;
+  return [
+    { name: 'bulwark take, one key', fn: () => oursHot.take('k') },
+    { name: 'RateLimiterMemory consume, one key', fn: () => peerHot.consume('k') },
+    {
+      name: 'bulwark take, 10k keys',
+      fn: () => {
+        i = (i + 1) % KEYS;
+        return oursMany.take(keys[i]!);
+      },
+    },
+    {
+      name: 'RateLimiterMemory consume, 10k keys',
+      fn: () => {
+        j = (j + 1) % KEYS;
+        return peerMany.consume(keys[j]!);
+      },
+    },
+    { name: 'bulwark take, refused', fn: () => oursRefused.take('k') },
+    { name: 'RateLimiterMemory consume, refused', fn: () => peerRefused.consume('k').catch(noop) },
+  ];
+}
+
+/** Decisions per second of `op` run by `concurrency` loops for `durationMs`. */
+async function throughput(
+  op: (n: number) => Promise<unknown>,
+  concurrency: number,
+  durationMs: number,
+): Promise<number> {
+  let count = 0;
+  let n = 0;
+  const end = performance.now() + durationMs;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        await op(n++);
+        count++;
+      }
+    }),
+  );
+  return count / (durationMs / 1_000);
+}
+
+interface RedisRow {
+  readonly name: string;
+  readonly perSecond: [number, number];
+}
+
+async function redisRows(client: Redis): Promise<RedisRow[]> {
+  const prefix = `bench:${process.pid}:`;
+  const ours = rateLimiter({
+    limit: 1_000_000,
+    periodMs: 1_000,
+    burst: 1_000_000_000,
+    store: redisStores(client, { prefix }).rateLimit,
+  });
+  const peer = new RateLimiterRedis({
+    storeClient: client,
+    keyPrefix: `${prefix}rlf`,
+    points: 1_000_000_000,
+    duration: 3_600,
+  });
+  const trivial = 'return 1';
+  const sha = (await client.script('LOAD', trivial)) as string;
+  const benchKeys = keys.slice(0, 1_000);
+  const cases: { name: string; op: (n: number) => Promise<unknown> }[] = [
+    { name: 'bulwark take (Redis store, GCRA)', op: (n) => ours.take(benchKeys[n % 1_000]!) },
+    { name: 'RateLimiterRedis consume', op: (n) => peer.consume(benchKeys[n % 1_000]!) },
+    {
+      name: 'raw EVALSHA of `return 1`',
+      // NOSCRIPT (another process flushed scripts) reloads, so the ceiling stays measurable.
+      op: () =>
+        client.evalsha(sha, 0).catch(async () => {
+          await client.script('LOAD', trivial);
+        }),
+    },
+  ];
+  const rows: RedisRow[] = [];
+  for (const c of cases) {
+    const perSecond: number[] = [];
+    for (const concurrency of [1, 64]) {
+      await throughput(c.op, concurrency, 300); // warm-up
+      perSecond.push(await throughput(c.op, concurrency, 2_000));
+    }
+    rows.push({ name: c.name, perSecond: perSecond as [number, number] });
+  }
+  // Clean up our keys.
+  let cursor = '0';
+  do {
+    const [next, found] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000);
+    cursor = next;
+    if (found.length > 0) await client.unlink(...found);
+  } while (cursor !== '0');
+  return rows;
+}
+
+const perSecond = (avgNs: number) => `${(1e9 / avgNs / 1e6).toFixed(2)} M/s`;
+const kPerSecond = (value: number) => `${(value / 1_000).toFixed(1)} k/s`;
+
+export default async function rateLimitBench(): Promise<string> {
+  const results = await measureAll(memoryCases());
+  const avg = (name: string) => results.find((r) => r.name === name)!.avgNs;
+  const speedup = (ours: string, peer: string) => (avg(peer) / avg(ours)).toFixed(2);
+  const memoryTable = table(
+    ['case', 'ns/op', 'decisions/s'],
+    results.map((r) => [r.name, ns(r.avgNs), perSecond(r.avgNs)]),
+  );
+  const memoryRatios = table(
+    ['in memory (decisions/s ours ÷ peer)', 'ratio', 'target'],
+    [
+      ['one key', speedup('bulwark take, one key', 'RateLimiterMemory consume, one key'), '≥ 1.5'],
+      ['10k keys', speedup('bulwark take, 10k keys', 'RateLimiterMemory consume, 10k keys'), '≥ 2'],
+      ['refused path', speedup('bulwark take, refused', 'RateLimiterMemory consume, refused'), '≥ 5'],
+    ],
+  );
+
+  let redisSection: string;
+  const url = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1_000 });
+  client.on('error', noop);
+  try {
+    await client.connect();
+    const rows = await redisRows(client);
+    const [ours, peer, raw] = rows as [RedisRow, RedisRow, RedisRow];
+    const redisTable = table(
+      ['case', 'concurrency 1', 'concurrency 64'],
+      rows.map((r) => [r.name, kPerSecond(r.perSecond[0]), kPerSecond(r.perSecond[1])]),
+    );
+    const redisRatios = table(
+      ['Redis (decisions/s)', 'concurrency 1', 'concurrency 64', 'target'],
+      [
+        [
+          'ours ÷ RateLimiterRedis',
+          (ours.perSecond[0] / peer.perSecond[0]).toFixed(2),
+          (ours.perSecond[1] / peer.perSecond[1]).toFixed(2),
+          '≥ 1',
+        ],
+        [
+          'ours ÷ raw EVALSHA',
+          (ours.perSecond[0] / raw.perSecond[0]).toFixed(2),
+          (ours.perSecond[1] / raw.perSecond[1]).toFixed(2),
+          '≥ 0.8 at 64',
+        ],
+      ],
+    );
+    redisSection = `${redisTable}\n\n${redisRatios}`;
+  } catch (error) {
+    redisSection = `Redis at ${url} unavailable (${(error as Error).message}): Redis cases skipped.`;
+  } finally {
+    client.disconnect();
+  }
+
+  const report = `### Rate limiting\n\n${machine()}\n\nIn memory:\n\n${memoryTable}\n\n${memoryRatios}\n\nRedis (allowed path, keys round-robin over 1 000):\n\n${redisSection}\n`;
+  console.log(report);
+  return report;
+}

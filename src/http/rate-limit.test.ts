@@ -1,0 +1,315 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rateLimiter } from '../rate-limit/rate-limiter.js';
+import type { RateLimitResult, RateLimitRule, RateLimitStore } from '../rate-limit/store.js';
+import { memoryRateLimitStore } from '../stores/memory/rate-limit.js';
+import { FakeClock } from '../testing/fake-clock.js';
+import { fastifyRateLimit, rateLimitHeaders, rateLimitMiddleware } from './rate-limit.js';
+
+const servers: Server[] = [];
+const apps: FastifyInstance[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
+  await Promise.all(apps.splice(0).map((a) => a.close()));
+});
+
+async function listen(server: Server): Promise<string> {
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** An in-process asynchronous store that can be switched off, standing for a remote store. */
+function switchableStore(clock: FakeClock) {
+  const inner = memoryRateLimitStore({ clock });
+  const state = { down: false };
+  const store: RateLimitStore = {
+    synchronous: false,
+    take: (key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> =>
+      state.down ? Promise.reject(new Error('ECONNREFUSED')) : Promise.resolve(inner.take(key, cost, rule)),
+    peek: (key: string, rule: RateLimitRule) => Promise.resolve(inner.peek(key, rule)),
+    reset: (key: string, rule: RateLimitRule) => Promise.resolve(inner.reset(key, rule)),
+  };
+  return { store, state };
+}
+
+const byHeader = (req: IncomingMessage) => {
+  const user = req.headers['x-user'];
+  return typeof user === 'string' ? user : undefined;
+};
+
+/** A plain node:http server: the middleware, then a handler that answers "ok". */
+function nodeServer(middleware: ReturnType<typeof rateLimitMiddleware>): Server {
+  return createServer((req, res) => {
+    middleware(req, res, (error?: unknown) => {
+      if (error !== undefined) {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(`error: ${(error as Error).message}`);
+        return;
+      }
+      res.end('ok');
+    });
+  });
+}
+
+describe('rateLimitHeaders', () => {
+  it('follows the IETF draft: RateLimit-Policy "name";q;w and RateLimit "name";r;t', () => {
+    const limiter = rateLimiter({ name: 'api', limit: 100, periodMs: 60_000, clock: new FakeClock() });
+    const result = limiter.take('k');
+    expect(rateLimitHeaders(limiter.rule, result)).toEqual({
+      'ratelimit-policy': '"api";q=100;w=60',
+      ratelimit: '"api";r=99;t=1',
+    });
+  });
+
+  it('states a period that is not whole seconds as the same rate over whole seconds', () => {
+    const rule = rateLimiter({ limit: 10, periodMs: 500 }).rule;
+    const empty = { allowed: true, remaining: 1, retryAfterMs: 0, resetMs: 0, limit: 10 };
+    expect(rateLimitHeaders(rule, empty)['ratelimit-policy']).toBe('"default";q=20;w=1');
+    const slow = rateLimiter({ limit: 1, periodMs: 1_400 }).rule;
+    expect(rateLimitHeaders(slow, empty)['ratelimit-policy']).toBe('"default";q=1;w=2');
+  });
+
+  it('says nothing about the quota for a fail-open decision', () => {
+    const rule = rateLimiter({ limit: 10, periodMs: 1_000 }).rule;
+    const headers = rateLimitHeaders(rule, {
+      allowed: true,
+      remaining: 10,
+      retryAfterMs: 0,
+      resetMs: 0,
+      limit: 10,
+      fallback: 'fail-open',
+    });
+    expect(headers).toEqual({ 'ratelimit-policy': '"default";q=10;w=1' });
+  });
+});
+
+describe('rateLimitMiddleware on node:http', () => {
+  it('lets allowed requests through with headers; refuses with 429, Retry-After and problem+json', async () => {
+    const limiter = rateLimiter({ name: 'api', limit: 2, periodMs: 10_000, clock: new FakeClock() });
+    const url = await listen(nodeServer(rateLimitMiddleware({ limiter, key: byHeader })));
+    const first = await fetch(`${url}/orders`, { headers: { 'x-user': 'alice' } });
+    expect(first.status).toBe(200);
+    expect(await first.text()).toBe('ok');
+    expect(first.headers.get('ratelimit-policy')).toBe('"api";q=2;w=10');
+    expect(first.headers.get('ratelimit')).toBe('"api";r=1;t=5');
+    await fetch(`${url}/orders`, { headers: { 'x-user': 'alice' } });
+    const refused = await fetch(`${url}/orders?page=2`, { headers: { 'x-user': 'alice' } });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(refused.headers.get('content-type')).toBe('application/problem+json');
+    expect(refused.headers.get('ratelimit')).toBe('"api";r=0;t=10');
+    expect(refused.headers.get('ratelimit-policy')).toBe('"api";q=2;w=10');
+    const body = await refused.json();
+    expect(body).toMatchObject({
+      type: 'urn:bulwark:problem:rate_limited',
+      status: 429,
+      code: 'ERR_RATE_LIMITED',
+      kind: 'rate_limited',
+      retryAfterMs: 5_000,
+      instance: '/orders?page=2',
+    });
+    expect(JSON.stringify(body)).not.toContain('alice');
+    // Another key is untouched.
+    expect((await fetch(url, { headers: { 'x-user': 'bob' } })).status).toBe(200);
+  });
+
+  it('a key of undefined exempts the request: no headers, no quota used', async () => {
+    const limiter = rateLimiter({ limit: 1, periodMs: 10_000, clock: new FakeClock() });
+    const url = await listen(nodeServer(rateLimitMiddleware({ limiter, key: byHeader })));
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${url}/health`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('ratelimit')).toBeNull();
+    }
+  });
+
+  it('takes an async key function and a cost per request; headers can be turned off', async () => {
+    const limiter = rateLimiter({ limit: 10, periodMs: 10_000, clock: new FakeClock() });
+    const middleware = rateLimitMiddleware({
+      limiter,
+      key: async (req) => `tenant:${req.headers['x-tenant']}`,
+      cost: (req) => (req.url?.startsWith('/bulk') ? 5 : 1),
+      headers: false,
+    });
+    const url = await listen(nodeServer(middleware));
+    const init = { headers: { 'x-tenant': 't1' } };
+    expect((await fetch(`${url}/bulk`, init)).status).toBe(200);
+    const second = await fetch(`${url}/bulk`, init);
+    expect(second.status).toBe(200);
+    expect(second.headers.get('ratelimit')).toBeNull();
+    expect((await fetch(`${url}/one`, init)).status).toBe(429);
+  });
+
+  it('store down with fail-closed: 503 problem+json, not 429; fail-open lets requests through', async () => {
+    const clock = new FakeClock();
+    const { store, state } = switchableStore(clock);
+    const closed = rateLimiter({ limit: 5, periodMs: 1_000, store, clock });
+    const open = rateLimiter({
+      name: 'open',
+      limit: 5,
+      periodMs: 1_000,
+      store,
+      clock,
+      onStoreError: 'fail-open',
+    });
+    const closedUrl = await listen(nodeServer(rateLimitMiddleware({ limiter: closed, key: () => 'k' })));
+    const openUrl = await listen(nodeServer(rateLimitMiddleware({ limiter: open, key: () => 'k' })));
+    state.down = true;
+    const unavailable = await fetch(closedUrl);
+    expect(unavailable.status).toBe(503);
+    expect(unavailable.headers.get('content-type')).toBe('application/problem+json');
+    expect(unavailable.headers.get('ratelimit')).toBeNull();
+    expect(await unavailable.json()).toMatchObject({
+      status: 503,
+      kind: 'unavailable',
+      code: 'ERR_STORE_UNAVAILABLE',
+    });
+    const admitted = await fetch(openUrl);
+    expect(admitted.status).toBe(200);
+    expect(admitted.headers.get('ratelimit')).toBeNull();
+    expect(admitted.headers.get('ratelimit-policy')).toBe('"open";q=5;w=1');
+    state.down = false;
+    expect((await fetch(closedUrl)).status).toBe(200);
+  });
+
+  it('a throwing or bad key function goes to next(error)', async () => {
+    const limiter = rateLimiter({ limit: 5, periodMs: 1_000, clock: new FakeClock() });
+    const throwing = await listen(
+      nodeServer(
+        rateLimitMiddleware({
+          limiter,
+          key: () => {
+            throw new Error('no key');
+          },
+        }),
+      ),
+    );
+    expect(await (await fetch(throwing)).text()).toBe('error: no key');
+    const empty = await listen(nodeServer(rateLimitMiddleware({ limiter, key: () => '' })));
+    const res = await fetch(empty);
+    expect(res.status).toBe(500);
+    expect(await res.text()).toMatch(/non-empty string or undefined, got ""/);
+  });
+
+  it('rejects bad options with a TypeError', () => {
+    const limiter = rateLimiter({ limit: 5, periodMs: 1_000 });
+    expect(() => rateLimitMiddleware({ limiter: {} as never, key: () => 'k' })).toThrow(/"limiter"/);
+    expect(() => rateLimitMiddleware({ limiter, key: 'ip' as never })).toThrow(/"key" to be a function/);
+    expect(() => rateLimitMiddleware({ limiter, key: () => 'k', cost: 2 as never })).toThrow(/"cost"/);
+    expect(() => rateLimitMiddleware({ limiter, key: () => 'k', headers: 'yes' as never })).toThrow(
+      /"headers"/,
+    );
+    expect(() => rateLimitMiddleware(undefined as never)).toThrow(/"limiter"/);
+  });
+});
+
+describe('rateLimitMiddleware on Express', () => {
+  it('limits per key, answers 429 with problem+json, and passes key errors to the error handler', async () => {
+    const limiter = rateLimiter({ limit: 1, periodMs: 30_000, clock: new FakeClock() });
+    const app = express();
+    app.use(
+      rateLimitMiddleware({
+        limiter,
+        key: (req) => {
+          if (req.headers['x-broken'] !== undefined) throw new Error('broken key');
+          return byHeader(req);
+        },
+      }),
+    );
+    app.get('/', (_req, res) => {
+      res.send('hello');
+    });
+    app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(500).send(`handled: ${error.message}`);
+    });
+    const url = await listen(createServer(app));
+    const ok = await fetch(url, { headers: { 'x-user': 'u1' } });
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toBe('hello');
+    expect(ok.headers.get('ratelimit')).toBe('"default";r=0;t=30');
+    const refused = await fetch(url, { headers: { 'x-user': 'u1' } });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('30');
+    expect(await refused.json()).toMatchObject({ code: 'ERR_RATE_LIMITED' });
+    const broken = await fetch(url, { headers: { 'x-broken': '1' } });
+    expect(await broken.text()).toBe('handled: broken key');
+  });
+});
+
+describe('fastifyRateLimit', () => {
+  async function start(app: FastifyInstance): Promise<string> {
+    apps.push(app);
+    return app.listen({ port: 0, host: '127.0.0.1' });
+  }
+
+  it('limits every route of the instance it is registered on', async () => {
+    const limiter = rateLimiter({ name: 'f', limit: 2, periodMs: 4_000, clock: new FakeClock() });
+    const app = Fastify();
+    await app.register(fastifyRateLimit, { limiter, key: (request) => request.headers['x-user'] as string });
+    app.get('/a', async () => 'a');
+    app.get('/b', async () => ({ b: true }));
+    const url = await start(app);
+    const init = { headers: { 'x-user': 'carol' } };
+    const a = await fetch(`${url}/a`, init);
+    expect(a.status).toBe(200);
+    expect(a.headers.get('ratelimit-policy')).toBe('"f";q=2;w=4');
+    expect(a.headers.get('ratelimit')).toBe('"f";r=1;t=2');
+    expect((await fetch(`${url}/b`, init)).status).toBe(200);
+    const refused = await fetch(`${url}/a`, init);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('2');
+    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json(;|$)/);
+    expect(refused.headers.get('ratelimit')).toBe('"f";r=0;t=4');
+    expect(await refused.json()).toMatchObject({ status: 429, code: 'ERR_RATE_LIMITED', instance: '/a' });
+  });
+
+  it('registered in a scope, limits only that scope', async () => {
+    const limiter = rateLimiter({ limit: 1, periodMs: 60_000, clock: new FakeClock() });
+    const app = Fastify();
+    app.get('/open', async () => 'open');
+    await app.register(async (scope) => {
+      await scope.register(fastifyRateLimit, { limiter, key: () => 'all' });
+      scope.get('/limited', async () => 'limited');
+    });
+    const url = await start(app);
+    expect((await fetch(`${url}/limited`)).status).toBe(200);
+    expect((await fetch(`${url}/limited`)).status).toBe(429);
+    for (let i = 0; i < 3; i++) expect((await fetch(`${url}/open`)).status).toBe(200);
+  });
+
+  it('store down with fail-closed: 503; a throwing key fails the request through Fastify', async () => {
+    const clock = new FakeClock();
+    const { store, state } = switchableStore(clock);
+    const limiter = rateLimiter({ limit: 5, periodMs: 1_000, store, clock });
+    const app = Fastify();
+    await app.register(fastifyRateLimit, {
+      limiter,
+      key: (request) => {
+        if (request.url === '/boom') throw new Error('key failed');
+        return 'k';
+      },
+    });
+    app.get('/', async () => 'ok');
+    app.get('/boom', async () => 'never');
+    const url = await start(app);
+    state.down = true;
+    const down = await fetch(url);
+    expect(down.status).toBe(503);
+    expect(await down.json()).toMatchObject({ kind: 'unavailable', code: 'ERR_STORE_UNAVAILABLE' });
+    state.down = false;
+    expect((await fetch(url)).status).toBe(200);
+    expect((await fetch(`${url}/boom`)).status).toBe(500);
+  });
+
+  it('fails registration on bad options', async () => {
+    const app = Fastify();
+    apps.push(app);
+    await expect(app.register(fastifyRateLimit, { limiter: null as never, key: () => 'k' })).rejects.toThrow(
+      /"limiter"/,
+    );
+  });
+});

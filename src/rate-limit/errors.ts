@@ -1,0 +1,40 @@
+import { defineErrorGuard, RejectedError } from '../core/errors.js';
+
+/**
+ * A rate limiter refused: the key has no quota left for this cost now. Kind `rate_limited` (HTTP
+ * 429); `retryAfterMs` says when the same cost could be allowed if nothing else takes quota first.
+ * Thrown by `limiter.policy(key)` and by `limiter.wait(...)` when the wait would exceed
+ * `maxWaitMs`; `limiter.take()` returns a refusal as a result instead.
+ *
+ * The message never contains the key (it may be an IP address or a user id, and problem+json
+ * bodies show the message to clients); read `key` instead.
+ */
+export class RateLimitedError extends RejectedError {
+  /** The key that was refused. */
+  readonly key: string;
+  /** The capacity of the limit that refused (the rule's `burst`). */
+  readonly limit: number;
+  /** Whole units still available (fewer than the cost asked for). */
+  readonly remaining: number;
+  declare readonly retryAfterMs: number;
+
+  constructor(
+    key: string,
+    retryAfterMs: number,
+    options: { limit: number; remaining: number; message?: string; cause?: unknown },
+  ) {
+    super(options.message ?? `rate limit exceeded; retry in ${retryAfterMs} ms`, {
+      code: 'ERR_RATE_LIMITED',
+      kind: 'rate_limited',
+      retryAfterMs,
+      cause: options.cause,
+    });
+    this.key = key;
+    this.limit = options.limit;
+    this.remaining = options.remaining;
+  }
+}
+
+/** True for a {@link RateLimitedError} from any copy of bulwark. */
+export const isRateLimitedError: (error: unknown) => error is RateLimitedError =
+  defineErrorGuard<RateLimitedError>('ERR_RATE_LIMITED');

@@ -1,0 +1,112 @@
+/**
+ * Validation of a limiter's rule options into a {@link RateLimitRule}, and the rule of the local
+ * fallback used while a shared store is down.
+ */
+import { oneOf, positive, positiveInteger, show } from '../core/validate.js';
+import type { RateLimitAlgorithm, RateLimitRule } from './store.js';
+
+/** The rule options of `rateLimiter()`. */
+export interface RateLimitRuleOptions {
+  /** @default 'gcra' */
+  readonly algorithm?: RateLimitAlgorithm;
+  /** Units admitted per `periodMs` on average: a positive integer. Required. */
+  readonly limit: number;
+  /** The period of `limit` in milliseconds: a positive finite number. Required. */
+  readonly periodMs: number;
+  /**
+   * The most units admitted at once (the bucket's capacity): a positive integer. For
+   * `sliding-window` it is `limit` and may only be omitted or equal to it.
+   * @default limit
+   */
+  readonly burst?: number;
+  /**
+   * `sliding-window` only: sub-windows per window, from 1 to 1000. More is more exact (quota comes
+   * back at most `periodMs / buckets` late) and costs memory (`buckets + 1` numbers per key).
+   * @default 10
+   */
+  readonly buckets?: number;
+  /**
+   * The limiter's name: its namespace in a shared store and its policy name in `RateLimit-Policy`
+   * headers. 1–64 characters from `A–Z a–z 0–9 _ . : -`. Limiters sharing a store need distinct names.
+   * @default 'default'
+   */
+  readonly name?: string;
+}
+
+const algorithms: readonly RateLimitAlgorithm[] = ['token-bucket', 'gcra', 'sliding-window'];
+const namePattern = /^[A-Za-z0-9_.:-]{1,64}$/;
+/** The finest rate a rule may have: 1000 units per millisecond (see the GCRA time epsilon). */
+const MAX_UNITS_PER_MS = 1000;
+
+/** Validates rule options; throws a `TypeError` naming the first bad option. */
+export function ruleOf(options: RateLimitRuleOptions): RateLimitRule {
+  const algorithm = oneOf<RateLimitAlgorithm>('algorithm', options.algorithm ?? 'gcra', algorithms);
+  const limit = positiveInteger('limit', options.limit);
+  const periodMs = positive('periodMs', options.periodMs);
+  if (limit / periodMs > MAX_UNITS_PER_MS) {
+    throw new TypeError(
+      `expected "limit" to be at most ${MAX_UNITS_PER_MS} per millisecond of "periodMs" (use a larger unit), got ${limit} per ${periodMs} ms`,
+    );
+  }
+  let burst: number;
+  let buckets = 1;
+  if (algorithm === 'sliding-window') {
+    if (options.burst !== undefined && options.burst !== limit) {
+      throw new TypeError(
+        `expected "burst" to be omitted or equal to "limit" (${limit}) for the sliding-window algorithm, got ${show(options.burst)}`,
+      );
+    }
+    burst = limit;
+    buckets = positiveInteger('buckets', options.buckets ?? 10);
+    if (buckets > 1000)
+      throw new TypeError(`expected "buckets" to be an integer from 1 to 1000, got ${buckets}`);
+  } else {
+    burst = positiveInteger('burst', options.burst ?? limit);
+    if (options.buckets !== undefined) {
+      throw new TypeError(
+        `expected "buckets" to be omitted for the ${algorithm} algorithm (it applies to sliding-window), got ${show(options.buckets)}`,
+      );
+    }
+  }
+  if (burst * periodMs > Number.MAX_SAFE_INTEGER) {
+    throw new TypeError(
+      `expected "burst" × "periodMs" to be at most 2^53 − 1 (for exact arithmetic), got ${burst} × ${periodMs}`,
+    );
+  }
+  const name = options.name ?? 'default';
+  if (typeof name !== 'string' || !namePattern.test(name)) {
+    throw new TypeError(`expected "name" to be 1–64 characters from A–Z a–z 0–9 _ . : -, got ${show(name)}`);
+  }
+  return Object.freeze({ name, algorithm, limit, periodMs, burst, buckets });
+}
+
+/**
+ * The rule of the local fallback of one of `instances` processes: the same algorithm at
+ * `1 / instances` of the rate. Token bucket and GCRA keep `limit` and stretch the period (exact
+ * rate) with a burst of `max(1, floor(burst / instances))`; the sliding window keeps the period
+ * with a limit of `max(1, floor(limit / instances))`.
+ */
+export function localRuleOf(rule: RateLimitRule, instances: number): RateLimitRule {
+  if (instances === 1) return rule;
+  if (rule.algorithm === 'sliding-window') {
+    const limit = Math.max(1, Math.floor(rule.limit / instances));
+    return Object.freeze({ ...rule, limit, burst: limit });
+  }
+  return Object.freeze({
+    ...rule,
+    periodMs: rule.periodMs * instances,
+    burst: Math.max(1, Math.floor(rule.burst / instances)),
+  });
+}
+
+/** True when two rules decide alike (same algorithm and parameters). */
+export function sameRule(a: RateLimitRule, b: RateLimitRule): boolean {
+  return (
+    a === b ||
+    (a.algorithm === b.algorithm &&
+      a.limit === b.limit &&
+      a.periodMs === b.periodMs &&
+      a.burst === b.burst &&
+      a.buckets === b.buckets)
+  );
+}

@@ -1,0 +1,103 @@
+import { type Algorithm, ceilMs, decision } from './algorithm.js';
+import type { RateLimitResult, RateLimitRule } from './store.js';
+
+/**
+ * A sliding-window counter's state: a ring of `buckets + 1` counts, one per sub-window of
+ * `periodMs / buckets`, and the index of the newest sub-window.
+ */
+export interface SlidingWindowState {
+  /** counts[i mod (buckets + 1)] = units admitted in sub-window i. */
+  readonly counts: Float64Array;
+  /** Index (time / sub-window length, floored) of the newest sub-window. */
+  newest: number;
+  /** The sum of `counts`. */
+  total: number;
+}
+
+/**
+ * Sliding-window counter: at most `limit` units in any window of `periodMs` (half-open: a unit
+ * taken at `t` no longer counts against a take at `t + periodMs`), with no burst at window
+ * boundaries.
+ *
+ * The window is cut into `buckets` sub-windows of `b = periodMs / buckets`. A take at `t` counts
+ * every sub-window that overlaps `(t − periodMs, t]`, the oldest one whole: that is what makes the
+ * quota strict, at a price in exactness: a unit comes back when its whole sub-window has slid out,
+ * up to `b` later than an exact log of timestamps would give it back. A client is never refused
+ * while it takes at most `limit` units in any window of `periodMs + b`. Memory is
+ * `buckets + 1` numbers per key; a decision is O(1) when allowed, O(buckets) when refused.
+ */
+export const slidingWindowCounter: Algorithm<SlidingWindowState> = {
+  create(rule: RateLimitRule, now: number): SlidingWindowState {
+    return {
+      counts: new Float64Array(rule.buckets + 1),
+      newest: Math.floor(now / (rule.periodMs / rule.buckets)),
+      total: 0,
+    };
+  },
+
+  take(state: SlidingWindowState, now: number, cost: number, rule: RateLimitRule): RateLimitResult {
+    const { limit, periodMs, buckets } = rule;
+    const width = periodMs / buckets;
+    const slots = buckets + 1;
+    const counts = state.counts;
+    const current = Math.floor(now / width);
+    // Slide: empty the sub-windows between the newest recorded and now. A clock that steps back
+    // keeps counting into the newest sub-window.
+    if (current > state.newest) {
+      const steps = Math.min(slots, current - state.newest);
+      for (let i = 1; i <= steps; i++) {
+        const slot = (state.newest + i) % slots;
+        state.total -= counts[slot]!;
+        counts[slot] = 0;
+      }
+      state.newest = current;
+    }
+    const newest = state.newest;
+    const total = state.total;
+
+    if (total + cost <= limit) {
+      if (cost > 0) {
+        counts[newest % slots]! += cost;
+        state.total = total + cost;
+      }
+      return decision(true, limit - state.total, 0, resetOf(state, now, width, slots), limit);
+    }
+
+    // Refused: find the first sub-window whose expiry frees enough. Sub-window (newest − buckets + j)
+    // (slot (newest + 1 + j) mod slots) stops counting at (newest + 1 + j) × width.
+    let freed = 0;
+    let retryAfterMs = 0;
+    for (let j = 0; j < slots; j++) {
+      freed += counts[(newest + 1 + j) % slots]!;
+      if (total - freed + cost <= limit) {
+        retryAfterMs = msUntil(newest + 1 + j, now, width);
+        break;
+      }
+    }
+    const remaining = limit - total;
+    return decision(false, Math.max(remaining, 0), retryAfterMs, resetOf(state, now, width, slots), limit);
+  },
+};
+
+/** Time until the newest non-empty sub-window stops counting (0 when every count is 0). */
+function resetOf(state: SlidingWindowState, now: number, width: number, slots: number): number {
+  if (state.total === 0) return 0;
+  const counts = state.counts;
+  for (let j = 0; j < slots && state.newest - j >= 0; j++) {
+    const index = state.newest - j;
+    if (counts[index % slots]! > 0) return msUntil(index + slots, now, width);
+  }
+  return 0;
+}
+
+/**
+ * Whole milliseconds from `now` until sub-window `index` begins, computed the way the index itself
+ * is (`floor(time / width)`), so that waiting exactly this long always gets there and one ms less
+ * never does, whatever the rounding of `index × width`.
+ */
+function msUntil(index: number, now: number, width: number): number {
+  let ms = ceilMs(index * width - now);
+  while (ms > 1 && Math.floor((now + ms - 1) / width) >= index) ms -= 1;
+  while (Math.floor((now + ms) / width) < index) ms += 1;
+  return ms;
+}

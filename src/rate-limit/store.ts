@@ -1,0 +1,103 @@
+/**
+ * The rate-limit store contract: where the per-key state of a rate limiter lives and where each
+ * decision is made atomically. The in-memory store (`memoryRateLimitStore`) is the default and the
+ * reference behaviour; `redisStores(client).rateLimit` shares limits between processes. Both pass
+ * the same conformance suite (`rateLimitStoreConformance` from `bulwark/testing`).
+ */
+
+/**
+ * How a limiter decides. All three enforce `limit` per `periodMs` on average:
+ *
+ * - `token-bucket`: a bucket of `burst` tokens refilled continuously at `limit / periodMs`.
+ * - `gcra`: the same policy as the token bucket (the same decisions), stored as one timestamp per
+ *   key (the theoretical arrival time). The default.
+ * - `sliding-window`: at most `limit` in any window of `periodMs`, with no burst at window
+ *   boundaries; a counter in `buckets` sub-windows, so quota comes back up to one sub-window late.
+ */
+export type RateLimitAlgorithm = 'token-bucket' | 'gcra' | 'sliding-window';
+
+/**
+ * A validated rule: everything a store needs to make a decision. Built by `rateLimiter()`; stores
+ * read it and never change it. Limiters that share a store must have distinct `name`s.
+ */
+export interface RateLimitRule {
+  /** Names the limiter: its namespace in a shared store and its policy name in HTTP headers. */
+  readonly name: string;
+  readonly algorithm: RateLimitAlgorithm;
+  /** Units admitted per `periodMs` on average (a positive integer). */
+  readonly limit: number;
+  /** The period of `limit`, in milliseconds. */
+  readonly periodMs: number;
+  /** The most units admitted at once: the capacity `remaining` counts down from. */
+  readonly burst: number;
+  /** Sub-windows of the sliding window (1 for the other algorithms). */
+  readonly buckets: number;
+}
+
+/**
+ * One decision. Every duration is a whole number of milliseconds, rounded up, so that waiting
+ * `retryAfterMs` is always enough for an uncontended key.
+ */
+export interface RateLimitResult {
+  /** Whether the units were taken. A refusal is a result, not an error. */
+  readonly allowed: boolean;
+  /** Whole units that could still be taken at once, after this decision. */
+  readonly remaining: number;
+  /** 0 when allowed; otherwise how long until the same `cost` could be allowed (absent other takers). */
+  readonly retryAfterMs: number;
+  /** How long until the key is back at full capacity (`remaining === limit`) if nothing else is taken. */
+  readonly resetMs: number;
+  /** The capacity: the rule's `burst` (equal to `limit` unless set otherwise). */
+  readonly limit: number;
+  /**
+   * Present only when the store failed and the decision was made without it, by the limiter's
+   * `onStoreError` mode: `fail-open` (admitted blindly; the numbers mean nothing) or `local` (made
+   * by the local in-memory fallback at `limit / instances`).
+   */
+  readonly fallback?: 'fail-open' | 'local';
+}
+
+/**
+ * Where rate-limit state lives. Three operations, each atomic per key.
+ *
+ * - **Atomicity.** `take` reads the key's state, decides and writes the new state as one step: two
+ *   concurrent takes of the last unit never both succeed, whichever process they come from. A
+ *   refused take changes nothing.
+ * - **Whose clock.** The store's: a memory store reads its `clock`, the Redis store `TIME` on the
+ *   server, so processes with skewed clocks share one timeline. The client's clock is never written
+ *   into shared state.
+ * - **Expiry.** State may be dropped once it is equivalent to a fresh key (full capacity): Redis keys
+ *   carry a `PEXPIRE` of exactly that long, so expiry never changes a decision. A bounded memory
+ *   store also evicts least-recently-used keys, which then restart at full capacity.
+ * - **Failure.** A store that cannot decide rejects (async) or throws (sync); it never reports a
+ *   failure as a refusal. The limiter turns failures into its `onStoreError` behaviour.
+ */
+export interface RateLimitStore {
+  /**
+   * True when `take`, `peek` and `reset` return plain values, never promises (the in-memory store).
+   * The limiter then answers synchronously and keeps no local cache of blocked keys.
+   */
+  readonly synchronous?: boolean;
+  /**
+   * Takes `cost` units (a positive integer ≤ `rule.burst`) from `key` if they are available now,
+   * atomically. Resolves with the decision; rejects only when the store failed.
+   */
+  take(key: string, cost: number, rule: RateLimitRule): RateLimitResult | Promise<RateLimitResult>;
+  /** The key's state now, as an allowed take of 0 units would see it; changes nothing. */
+  peek(key: string, rule: RateLimitRule): RateLimitResult | Promise<RateLimitResult>;
+  /** Forgets `key`: it restarts at full capacity. */
+  reset(key: string, rule: RateLimitRule): void | Promise<void>;
+}
+
+/** A store that answers synchronously (the in-memory store). */
+export interface SyncRateLimitStore extends RateLimitStore {
+  readonly synchronous: true;
+  take(key: string, cost: number, rule: RateLimitRule): RateLimitResult;
+  peek(key: string, rule: RateLimitRule): RateLimitResult;
+  reset(key: string, rule: RateLimitRule): void;
+}
+
+/** True for a store that declares itself synchronous. */
+export function isSynchronousStore(store: RateLimitStore): store is SyncRateLimitStore {
+  return store.synchronous === true;
+}

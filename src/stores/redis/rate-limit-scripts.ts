@@ -1,0 +1,185 @@
+/**
+ * The rate-limit decisions as Lua, one script per algorithm. Each mirrors its TypeScript twin in
+ * `src/rate-limit/` expression for expression (same operations in the same order, so the same
+ * doubles), with time from `redis.call('TIME')` on the server. Every script touches one key,
+ * decides, writes only when it admits, and sets a `PX` expiry at the moment the key would be back
+ * at full capacity, so an expired key and a stored one always decide alike.
+ *
+ * KEYS[1] is the state key, ARGV[1] the cost (0 is a peek: nothing is written); the other arguments
+ * are per script. Reply: {remaining, retryAfterMs, resetMs}, integers; retryAfterMs is 0 exactly
+ * when the take was allowed (a refusal always says at least 1 ms).
+ *
+ * The scripts are written for the server's CPU, which bounds throughput: globals are read once
+ * into locals, strings become numbers by arithmetic, helpers are inlined where a closure per call
+ * would show, and they rely on effects replication (the default since Redis 5) for `TIME` before a
+ * write. Kept as TypeScript strings so the build ships them (tsc copies only .ts).
+ */
+
+/** ARGV: cost, limit, periodMs, burst (token bucket), buckets (sliding window). */
+const prologue = `
+local call = redis.call
+local math = math
+local key = KEYS[1]
+local cost = ARGV[1] + 0
+local limit = ARGV[2] + 0
+local period = ARGV[3] + 0
+local burst = ARGV[4] + 0
+local time = call('TIME')
+local now = time[1] * 1000 + time[2] / 1000
+`;
+
+/**
+ * GCRA: the state is the theoretical arrival time (a number, stored in its exact shortest form).
+ * ARGV: cost, unit (periodMs / limit), tau (burst × periodMs / limit), both computed by the client
+ * exactly as `gcra.ts` computes them.
+ */
+export const gcraScript = `
+local call = redis.call
+local key = KEYS[1]
+local cost = ARGV[1] + 0
+local unit = ARGV[2] + 0
+local tau = ARGV[3] + 0
+local time = call('TIME')
+local now = time[1] * 1000 + time[2] / 1000
+local tat = tonumber(call('GET', key)) or now
+if tat < now then tat = now end
+local before = tat - now
+local debt = before + cost * unit
+local wait = debt - tau
+if wait > 1e-6 then
+  local units = math.floor((tau - before) / unit + 1e-9)
+  if units < 0 then units = 0 end
+  local reset = before - 1e-6
+  if reset > 0 then reset = math.ceil(reset) else reset = 0 end
+  return {units, math.ceil(wait - 1e-6), reset}
+end
+if cost > 0 then
+  local px = math.ceil(debt)
+  if px < 1 then px = 1 end
+  call('SET', key, now + debt, 'PX', px)
+end
+local units = math.floor((tau - debt) / unit + 1e-9)
+if units < 0 then units = 0 end
+local reset = debt - 1e-6
+if reset > 0 then reset = math.ceil(reset) else reset = 0 end
+return {units, 0, reset}
+`;
+
+/** Token bucket: the state is "level last periodMs" (level in token·ms). */
+export const tokenBucketScript = `${prologue}
+local capacity = burst * period
+local level = capacity
+local last = now
+local stored = call('GET', key)
+if stored then
+  local l, t, p = string.match(stored, '^(%S+) (%S+) (%S+)$')
+  if p and tonumber(p) == period then
+    level = tonumber(l)
+    last = tonumber(t)
+    if level > capacity then level = capacity end
+  end
+end
+if now > last then
+  level = level + (now - last) * limit
+  if level > capacity then level = capacity end
+  last = now
+end
+local need = cost * period
+local wait = (need - level) / limit
+if wait <= 1e-6 then
+  level = level - need
+  if level < 0 then level = 0 end
+  local full = (capacity - level) / limit
+  if cost > 0 then
+    local px = math.ceil(full)
+    if px < 1 then px = 1 end
+    call('SET', key, string.format('%.17g %.17g %.17g', level, last, period), 'PX', px)
+  end
+  local reset = full - 1e-6
+  if reset > 0 then reset = math.ceil(reset) else reset = 0 end
+  return {math.floor(level / period + 1e-9), 0, reset}
+end
+local reset = (capacity - level) / limit - 1e-6
+if reset > 0 then reset = math.ceil(reset) else reset = 0 end
+return {math.floor(level / period + 1e-9), math.ceil(wait - 1e-6), reset}
+`;
+
+/** Sliding-window counter: the state is "buckets periodMs newest c0 … c_buckets". */
+export const slidingWindowScript = `${prologue}
+local buckets = ARGV[5] + 0
+local width = period / buckets
+local slots = buckets + 1
+local current = math.floor(now / width)
+local counts = {}
+local newest = current
+local total = 0
+local fresh = true
+local stored = call('GET', key)
+if stored then
+  local parts = {}
+  for word in string.gmatch(stored, '%S+') do parts[#parts + 1] = word end
+  if #parts == slots + 3 and tonumber(parts[1]) == buckets and tonumber(parts[2]) == period then
+    newest = tonumber(parts[3])
+    for i = 0, buckets do
+      counts[i] = tonumber(parts[i + 4])
+      total = total + counts[i]
+    end
+    fresh = false
+  end
+end
+if fresh then
+  for i = 0, buckets do counts[i] = 0 end
+end
+if current > newest then
+  local steps = math.min(slots, current - newest)
+  for i = 1, steps do
+    local slot = (newest + i) % slots
+    total = total - counts[slot]
+    counts[slot] = 0
+  end
+  newest = current
+end
+-- Whole ms from now until sub-window index begins, computed the way the index is.
+local function msuntil(index)
+  local ms = math.ceil(index * width - now)
+  if ms < 0 then ms = 0 end
+  while ms > 1 and math.floor((now + ms - 1) / width) >= index do ms = ms - 1 end
+  while math.floor((now + ms) / width) < index do ms = ms + 1 end
+  return ms
+end
+local function resetms()
+  if total == 0 then return 0 end
+  local j = 0
+  while j < slots and newest - j >= 0 do
+    local index = newest - j
+    if counts[index % slots] > 0 then return msuntil(index + slots) end
+    j = j + 1
+  end
+  return 0
+end
+if total + cost <= limit then
+  if cost > 0 then
+    local slot = newest % slots
+    counts[slot] = counts[slot] + cost
+    total = total + cost
+    local out = {string.format('%.17g', buckets), string.format('%.17g', period), string.format('%.17g', newest)}
+    for i = 0, buckets do out[i + 4] = string.format('%.17g', counts[i]) end
+    local reset = resetms()
+    call('SET', key, table.concat(out, ' '), 'PX', math.max(1, reset))
+    return {limit - total, 0, reset}
+  end
+  return {limit - total, 0, resetms()}
+end
+local freed = 0
+local retry = 0
+for j = 0, buckets do
+  freed = freed + counts[(newest + 1 + j) % slots]
+  if total - freed + cost <= limit then
+    retry = msuntil(newest + 1 + j)
+    break
+  end
+end
+local left = limit - total
+if left < 0 then left = 0 end
+return {left, retry, resetms()}
+`;

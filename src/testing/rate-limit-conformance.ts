@@ -1,0 +1,275 @@
+/**
+ * The rate-limit store conformance suite: one set of scenarios that every {@link RateLimitStore}
+ * must pass unchanged (the in-memory store on a `FakeClock`, the Redis store on the server's real
+ * clock, or your own store). It checks the decisions, not the implementation: the same sequence of
+ * takes must give the same `allowed`, `remaining` and `limit` on every store, and durations that
+ * agree up to the time the fixture says may have passed.
+ *
+ * It imports no test framework: pass your runner's `describe` and `it` (vitest, jest, node:test and
+ * mocha all fit), so `bulwark/testing` stays usable without vitest installed. Failures throw plain
+ * `Error`s with a precise message.
+ *
+ * @example
+ * import { describe, it } from 'vitest';
+ * import { FakeClock } from 'bulwark/testing';
+ * import { rateLimitStoreConformance } from 'bulwark/testing';
+ *
+ * rateLimitStoreConformance('memory store', () => {
+ *   const clock = new FakeClock(1_000_000);
+ *   return { store: memoryRateLimitStore({ clock }), elapse: (ms) => clock.advance(ms), slackMs: 0 };
+ * }, { describe, it });
+ */
+import { ruleOf } from '../rate-limit/rule.js';
+import type {
+  RateLimitAlgorithm,
+  RateLimitResult,
+  RateLimitRule,
+  RateLimitStore,
+} from '../rate-limit/store.js';
+
+/** What one scenario runs against: a fresh store and a way to let time pass on its clock. */
+export interface RateLimitStoreFixture {
+  /** A store with no state for the rule names the suite uses (e.g. a fresh key prefix). */
+  readonly store: RateLimitStore;
+  /**
+   * Lets at least `ms` pass on the store's clock: `clock.advance(ms)` for a store on a `FakeClock`,
+   * a real sleep for a store on a server's clock.
+   */
+  elapse(ms: number): Promise<void>;
+  /**
+   * How much store time may pass beyond what the suite asked for while a scenario runs (round
+   * trips, sleep overshoot): 0 on a fake clock. Durations are checked in `[expected − slackMs,
+   * expected]`, so a larger slack only loosens the lower bound.
+   */
+  readonly slackMs: number;
+  /** Called after the scenario, pass or fail. */
+  close?(): void | Promise<void>;
+}
+
+/** The parts of a test runner the suite needs. */
+export interface ConformanceRunner {
+  describe(name: string, body: () => void): void;
+  it(name: string, body: () => Promise<void>): void;
+}
+
+const algorithms: readonly RateLimitAlgorithm[] = ['gcra', 'token-bucket', 'sliding-window'];
+let names = 0;
+
+/** A rule with a fresh name (so scenarios never share state even in a shared store). */
+function rule(algorithm: RateLimitAlgorithm, limit: number, periodMs: number, burst?: number): RateLimitRule {
+  names += 1;
+  return ruleOf({
+    name: `conformance-${algorithm}-${names}`,
+    algorithm,
+    limit,
+    periodMs,
+    ...(burst === undefined || algorithm === 'sliding-window' ? {} : { burst }),
+  });
+}
+
+function fail(message: string): never {
+  throw new Error(`rate-limit store conformance: ${message}`);
+}
+
+function equal(actual: unknown, expected: unknown, what: string): void {
+  if (actual !== expected) fail(`${what}: expected ${String(expected)}, got ${String(actual)}`);
+}
+
+function within(actual: number, low: number, high: number, what: string): void {
+  if (!(actual >= low && actual <= high)) fail(`${what}: expected ${low}…${high}, got ${actual}`);
+}
+
+function integerResult(result: RateLimitResult, what: string): void {
+  for (const field of ['remaining', 'retryAfterMs', 'resetMs', 'limit'] as const) {
+    const value = result[field];
+    if (!Number.isInteger(value) || value < 0)
+      fail(`${what}: "${field}" must be a whole number ≥ 0, got ${value}`);
+  }
+  if (typeof result.allowed !== 'boolean') fail(`${what}: "allowed" must be a boolean`);
+  if (result.allowed && result.retryAfterMs !== 0) fail(`${what}: an allowed take has retryAfterMs 0`);
+}
+
+async function take(
+  store: RateLimitStore,
+  key: string,
+  cost: number,
+  r: RateLimitRule,
+): Promise<RateLimitResult> {
+  const result = await store.take(key, cost, r);
+  integerResult(result, `take(${JSON.stringify(key)}, ${cost})`);
+  return result;
+}
+
+/** The allowed/remaining sequence of `costs` taken back to back (no refill to speak of). */
+async function sequence(store: RateLimitStore, key: string, costs: readonly number[], r: RateLimitRule) {
+  const out: string[] = [];
+  for (const cost of costs) {
+    const result = await take(store, key, cost, r);
+    out.push(`${cost}:${result.allowed ? 'ok' : 'no'}:${result.remaining}`);
+  }
+  return out.join(' ');
+}
+
+/** Time until a refused unit comes back, for a burst taken at once on a rule of `limit` per `periodMs`. */
+function firstUnitBack(r: RateLimitRule): { low: number; high: number } {
+  if (r.algorithm === 'sliding-window') {
+    // Everything sits in the newest sub-window: it comes back when that sub-window slides out.
+    const width = r.periodMs / r.buckets;
+    return { low: r.periodMs, high: r.periodMs + width };
+  }
+  const unit = r.periodMs / r.limit;
+  return { low: unit, high: unit };
+}
+
+/**
+ * Registers the conformance scenarios for `name` under `runner.describe`. `fixture` is called once
+ * per scenario and must return a store with no state for the suite's rule names.
+ *
+ * Scenarios (for each algorithm): a fresh key has full capacity; exactly `burst` units pass back to
+ * back and the next is refused with a `retryAfterMs` that is enough and not more than needed; costs
+ * above 1; a refusal changes nothing; `peek` changes nothing; `reset` restores capacity; keys and
+ * limiter names are independent; quota comes back after `retryAfterMs`; 50 concurrent takes of a
+ * burst of 10 admit exactly 10; every number is a whole number.
+ */
+export function rateLimitStoreConformance(
+  name: string,
+  fixture: () => RateLimitStoreFixture | Promise<RateLimitStoreFixture>,
+  runner: ConformanceRunner,
+): void {
+  const scenario = (title: string, body: (f: RateLimitStoreFixture) => Promise<void>): void => {
+    runner.it(title, async () => {
+      const f = await fixture();
+      try {
+        await body(f);
+      } finally {
+        await f.close?.();
+      }
+    });
+  };
+
+  runner.describe(`rate-limit store conformance: ${name}`, () => {
+    for (const algorithm of algorithms) {
+      runner.describe(algorithm, () => {
+        scenario('a fresh key has full capacity; the burst passes, then one more is refused', async (f) => {
+          const r = rule(algorithm, 5, 3_600_000);
+          const first = await take(f.store, 'a', 1, r);
+          equal(first.allowed, true, 'first take allowed');
+          equal(first.remaining, 4, 'remaining after the first take');
+          equal(first.limit, 5, 'limit');
+          for (let i = 2; i <= 5; i++)
+            equal((await take(f.store, 'a', 1, r)).allowed, true, `take ${i} allowed`);
+          const refused = await take(f.store, 'a', 1, r);
+          equal(refused.allowed, false, 'take 6 refused');
+          equal(refused.remaining, 0, 'remaining when refused');
+          const back = firstUnitBack(r);
+          within(refused.retryAfterMs, back.low - f.slackMs, back.high, 'retryAfterMs of the refusal');
+          within(
+            refused.resetMs,
+            r.periodMs - f.slackMs,
+            r.periodMs + (back.high - back.low),
+            'resetMs when empty',
+          );
+        });
+
+        scenario('costs above 1: the same decisions on every store', async (f) => {
+          const r = rule(algorithm, 10, 3_600_000);
+          const got = await sequence(f.store, 'k', [3, 3, 3, 3, 1, 2, 1, 10], r);
+          equal(got, '3:ok:7 3:ok:4 3:ok:1 3:no:1 1:ok:0 2:no:0 1:no:0 10:no:0', 'decisions');
+        });
+
+        scenario('a take of the whole burst passes on a fresh key', async (f) => {
+          const r = rule(algorithm, 7, 3_600_000);
+          const result = await take(f.store, 'k', 7, r);
+          equal(result.allowed, true, 'allowed');
+          equal(result.remaining, 0, 'remaining');
+        });
+
+        scenario('a refusal changes nothing', async (f) => {
+          const r = rule(algorithm, 4, 3_600_000);
+          await take(f.store, 'k', 3, r);
+          for (let i = 0; i < 5; i++)
+            equal((await take(f.store, 'k', 2, r)).allowed, false, 'cost 2 refused');
+          const one = await take(f.store, 'k', 1, r);
+          equal(one.allowed, true, 'cost 1 still allowed after refusals');
+          equal(one.remaining, 0, 'remaining');
+        });
+
+        scenario('peek reports the state and changes nothing', async (f) => {
+          const r = rule(algorithm, 5, 3_600_000);
+          const fresh = await f.store.peek('k', r);
+          integerResult(fresh, 'peek');
+          equal(fresh.allowed, true, 'peek allowed');
+          equal(fresh.remaining, 5, 'peek of a fresh key');
+          equal(fresh.resetMs, 0, 'resetMs of a fresh key');
+          await take(f.store, 'k', 2, r);
+          for (let i = 0; i < 3; i++) equal((await f.store.peek('k', r)).remaining, 3, 'peek after taking 2');
+          equal((await take(f.store, 'k', 3, r)).allowed, true, 'the 3 left can be taken');
+        });
+
+        scenario('reset restores full capacity', async (f) => {
+          const r = rule(algorithm, 3, 3_600_000);
+          await take(f.store, 'k', 3, r);
+          equal((await take(f.store, 'k', 1, r)).allowed, false, 'empty before reset');
+          await f.store.reset('k', r);
+          const after = await take(f.store, 'k', 1, r);
+          equal(after.allowed, true, 'allowed after reset');
+          equal(after.remaining, 2, 'remaining after reset');
+          await f.store.reset('never-seen', r);
+        });
+
+        scenario('keys and limiter names are independent', async (f) => {
+          const r = rule(algorithm, 2, 3_600_000);
+          const other = rule(algorithm, 2, 3_600_000);
+          await take(f.store, 'a', 2, r);
+          equal((await take(f.store, 'a', 1, r)).allowed, false, 'key a empty');
+          equal((await take(f.store, 'b', 2, r)).allowed, true, 'key b untouched');
+          equal((await take(f.store, 'a', 2, other)).allowed, true, 'same key, other limiter name untouched');
+          const odd = 'ünïcode {tag} with spaces:and:colons';
+          equal((await take(f.store, odd, 2, r)).allowed, true, 'any string is a key');
+          equal((await take(f.store, odd, 1, r)).allowed, false, 'and keeps its own state');
+        });
+
+        scenario('quota comes back after retryAfterMs', async (f) => {
+          const r = rule(algorithm, 1, 400);
+          equal((await take(f.store, 'k', 1, r)).allowed, true, 'first take');
+          const refused = await take(f.store, 'k', 1, r);
+          equal(refused.allowed, false, 'second take refused');
+          const back = firstUnitBack(r);
+          within(refused.retryAfterMs, back.low - f.slackMs, back.high, 'retryAfterMs');
+          await f.elapse(refused.retryAfterMs);
+          const again = await take(f.store, 'k', 1, r);
+          equal(again.allowed, true, 'allowed once retryAfterMs has passed');
+        });
+
+        scenario('50 concurrent takes of a burst of 10 admit exactly 10', async (f) => {
+          const r = rule(algorithm, 10, 3_600_000);
+          const results = await Promise.all(
+            Array.from({ length: 50 }, () => Promise.resolve(f.store.take('hot', 1, r))),
+          );
+          equal(results.filter((x) => x.allowed).length, 10, 'admitted');
+          const remaining = results
+            .filter((x) => x.allowed)
+            .map((x) => x.remaining)
+            .sort((a, b) => a - b);
+          equal(remaining.join(','), '0,1,2,3,4,5,6,7,8,9', 'each admitted take saw a distinct remaining');
+        });
+      });
+    }
+
+    runner.describe('burst above limit (token bucket, GCRA)', () => {
+      for (const algorithm of ['gcra', 'token-bucket'] as const) {
+        scenario(
+          `${algorithm}: burst 6 over limit 2 admits 6 at once, then one per periodMs / limit`,
+          async (f) => {
+            const r = rule(algorithm, 2, 3_600_000, 6);
+            const got = await sequence(f.store, 'k', [1, 1, 1, 1, 1, 1, 1], r);
+            equal(got, '1:ok:5 1:ok:4 1:ok:3 1:ok:2 1:ok:1 1:ok:0 1:no:0', 'decisions');
+            const refused = await take(f.store, 'k', 1, r);
+            within(refused.retryAfterMs, 1_800_000 - f.slackMs, 1_800_000, 'retryAfterMs = periodMs / limit');
+            within(refused.resetMs, 10_800_000 - f.slackMs, 10_800_000, 'resetMs = burst × periodMs / limit');
+          },
+        );
+      }
+    });
+  });
+}

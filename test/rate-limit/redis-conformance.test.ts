@@ -1,0 +1,140 @@
+/**
+ * The rate-limit store conformance suite against real Redis (the same suite the in-memory store
+ * passes on a FakeClock), plus what only Redis has: server time, key layout and hash tags, expiry,
+ * one round trip per decision.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { rateLimiter } from '../../src/rate-limit/rate-limiter.js';
+import { ruleOf } from '../../src/rate-limit/rule.js';
+import { redisStores } from '../../src/stores/redis/index.js';
+import { rateLimitStoreConformance } from '../../src/testing/rate-limit-conformance.js';
+import { useRedis } from '../support/services.js';
+
+const redis = await useRedis();
+
+/** A client whose script and delete calls are counted (the calls still go to Redis). */
+function counted(client: Redis): { client: Redis; calls: string[] } {
+  const calls: string[] = [];
+  const proxy = new Proxy(client, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (typeof property === 'string' && /^(eval|evalsha|del|get|set)$/.test(property))
+          calls.push(property);
+        return value.apply(target, args);
+      };
+    },
+  });
+  return { client: proxy, calls };
+}
+
+redis.describe('rate-limit store on real Redis', () => {
+  rateLimitStoreConformance(
+    'Redis store (server clock)',
+    () => ({
+      store: redisStores(redis.client(), { prefix: redis.prefix, timeoutMs: 2_000 }).rateLimit,
+      elapse: (ms) => sleep(ms),
+      // Real time passes between calls of a scenario; the suite only loosens lower bounds with it.
+      slackMs: 1_000,
+    }),
+    { describe, it },
+  );
+
+  it('keeps one key per limiter and key, with the key as its own {hash tag}, under the prefix', async () => {
+    const stores = redisStores(redis.client(), { prefix: redis.prefix });
+    const limiter = rateLimiter({ name: 'api', limit: 5, periodMs: 60_000, store: stores.rateLimit });
+    await limiter.take('user:42');
+    expect(await redis.keys()).toEqual([`${redis.prefix}rl:api:{user:42}`]);
+    expect(stores.rateLimit.keyOf('user:42', limiter.rule)).toBe(`${redis.prefix}rl:api:{user:42}`);
+  });
+
+  it.each(['gcra', 'token-bucket', 'sliding-window'] as const)(
+    '%s: the key expires when it is back at full capacity (PEXPIRE = resetMs), and expiry changes nothing',
+    async (algorithm) => {
+      const stores = redisStores(redis.client(), { prefix: redis.prefix });
+      const limiter = rateLimiter({ algorithm, limit: 4, periodMs: 200, store: stores.rateLimit });
+      const result = await limiter.take('k', 2);
+      const key = stores.rateLimit.keyOf('k', limiter.rule);
+      const ttl = await redis.admin().pttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(result.resetMs);
+      await sleep(result.resetMs + 50);
+      expect(await redis.admin().exists(key)).toBe(0);
+      expect(await limiter.take('k', 4)).toMatchObject({ allowed: true, remaining: 0 });
+    },
+  );
+
+  it('refusals write nothing; peeks write nothing', async () => {
+    const stores = redisStores(redis.client(), { prefix: redis.prefix });
+    const rule = ruleOf({ limit: 1, periodMs: 60_000 });
+    await stores.rateLimit.take('k', 1, rule);
+    const key = stores.rateLimit.keyOf('k', rule);
+    const before = await redis.admin().get(key);
+    await stores.rateLimit.take('k', 1, rule);
+    await stores.rateLimit.peek('k', rule);
+    await stores.rateLimit.peek('fresh', rule);
+    expect(await redis.admin().get(key)).toBe(before);
+    expect(await redis.admin().exists(stores.rateLimit.keyOf('fresh', rule))).toBe(0);
+  });
+
+  it('one round trip per decision: EVAL the first time on a client, EVALSHA after', async () => {
+    const { client, calls } = counted(redis.client());
+    const stores = redisStores(client, { prefix: redis.prefix });
+    const limiter = rateLimiter({ limit: 100, periodMs: 60_000, store: stores.rateLimit });
+    for (let i = 0; i < 5; i++) await limiter.take(`k${i}`);
+    expect(calls).toEqual(['eval', 'evalsha', 'evalsha', 'evalsha', 'evalsha']);
+  });
+
+  it('uses the server clock: a client clock far off changes nothing', async () => {
+    const stores = redisStores(redis.client(), { prefix: redis.prefix });
+    const skewed = {
+      now: () => 0,
+      sleep: () => Promise.resolve(),
+      setTimer: setTimeout,
+      clearTimer: clearTimeout,
+    };
+    const limiter = rateLimiter({
+      limit: 1,
+      periodMs: 60_000,
+      store: stores.rateLimit,
+      clock: skewed as never,
+    });
+    expect((await limiter.take('k')).allowed).toBe(true);
+    const refused = await limiter.take('k');
+    expect(refused.allowed).toBe(false);
+    expect(refused.retryAfterMs).toBeGreaterThan(59_000);
+    const [seconds] = await redis.admin().time();
+    const tat = Number(await redis.admin().get(stores.rateLimit.keyOf('k', limiter.rule)));
+    expect(tat).toBeGreaterThan(Number(seconds) * 1_000); // written in server time, not the client's 0
+  });
+
+  it('limiters with different names share a store without sharing state', async () => {
+    const stores = redisStores(redis.client(), { prefix: redis.prefix });
+    const a = rateLimiter({ name: 'a', limit: 1, periodMs: 60_000, store: stores.rateLimit });
+    const b = rateLimiter({ name: 'b', limit: 1, periodMs: 60_000, store: stores.rateLimit });
+    expect((await a.take('k')).allowed).toBe(true);
+    expect((await b.take('k')).allowed).toBe(true);
+    expect((await a.take('k')).allowed).toBe(false);
+  });
+
+  it('a blocked key costs no round trip until its retryAfterMs passes', async () => {
+    const { client, calls } = counted(redis.client());
+    const limiter = rateLimiter({
+      limit: 1,
+      periodMs: 300,
+      store: redisStores(client, { prefix: redis.prefix }).rateLimit,
+    });
+    await limiter.take('k');
+    const refused = await limiter.take('k');
+    expect(refused.allowed).toBe(false);
+    const before = calls.length;
+    for (let i = 0; i < 200; i++) expect((await limiter.take('k')).allowed).toBe(false);
+    expect(calls.length).toBe(before);
+    await sleep(refused.retryAfterMs + 20);
+    expect((await limiter.take('k')).allowed).toBe(true);
+    expect(calls.length).toBe(before + 1);
+  });
+});
