@@ -4,9 +4,8 @@ import type { Context, Operation } from '../core/context.js';
 import { DeadlineQueue, type Expiring } from '../core/deadline-queue.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { failure, type Outcome } from '../core/outcome.js';
-import { BasePolicy, type ExecuteOptions, isThenable, runStep, type Step } from '../core/policy.js';
+import { BasePolicy, type ExecuteOptions, isThenable, openEdge, runStep, type Step } from '../core/policy.js';
 import { isClock, isFunction, optionsObject, positive, positiveInteger, show } from '../core/validate.js';
-import { edgeContext } from './edge.js';
 import { BulkheadFullError, type BulkheadRejection } from './errors.js';
 import { LinkedQueue, type QueueNode } from './linked-queue.js';
 
@@ -297,13 +296,8 @@ export class BulkheadPolicy extends BasePolicy {
    * never takes a slot; an already-aborted signal rejects at once.
    */
   override execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
-    let context: Context;
-    try {
-      context = edgeContext(operation, options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (context.signal.aborted) return Promise.reject(context.signal.reason);
+    const context = openEdge(operation, options);
+    if (context instanceof Promise) return context;
     const gate = this.gate;
     if (gate.active >= gate.maxConcurrent) return gate.queue(operation, context);
     // Fast path: a free slot and no queue; call the operation directly, no outcome objects.

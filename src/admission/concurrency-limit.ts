@@ -1,9 +1,8 @@
 import type { Context, Operation } from '../core/context.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { failure, type Outcome } from '../core/outcome.js';
-import { BasePolicy, type ExecuteOptions, isThenable, runStep, type Step } from '../core/policy.js';
+import { BasePolicy, type ExecuteOptions, isThenable, openEdge, runStep, type Step } from '../core/policy.js';
 import { isFunction, optionsObject, positiveInteger } from '../core/validate.js';
-import { edgeContext } from './edge.js';
 import { ConcurrencyLimitError } from './errors.js';
 
 /** Options of {@link concurrencyLimit}. */
@@ -72,13 +71,8 @@ export class ConcurrencyLimitPolicy extends BasePolicy {
    * with its reason and takes no slot.
    */
   override execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
-    let context: Context;
-    try {
-      context = edgeContext(operation, options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (context.signal.aborted) return Promise.reject(context.signal.reason);
+    const context = openEdge(operation, options);
+    if (context instanceof Promise) return context;
     if (this.active >= this.max) return Promise.reject(this.refuse());
     this.active++;
     let result: T | PromiseLike<T>;

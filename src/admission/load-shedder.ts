@@ -7,14 +7,7 @@ import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
 import type { Context, Operation } from '../core/context.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { failure, type Outcome } from '../core/outcome.js';
-import {
-  BasePolicy,
-  type ExecuteOptions,
-  isThenable,
-  runStep,
-  type Step,
-  startContext,
-} from '../core/policy.js';
+import { BasePolicy, type ExecuteOptions, isThenable, openEdge, runStep, type Step } from '../core/policy.js';
 import {
   inRange,
   isClock,
@@ -591,13 +584,8 @@ export class LoadShedPolicy extends BasePolicy {
    * until it settles. (Outside a pipeline: no outcome objects, one promise.)
    */
   override execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
-    let context: Context;
-    try {
-      context = startContext(operation, options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (context.signal.aborted) return Promise.reject(context.signal.reason);
+    const context = openEdge(operation, options);
+    if (context instanceof Promise) return context;
     const refusal = this.shedder[tryEnter](this.rank);
     if (refusal !== undefined) return Promise.reject(refusal);
     let result: T | PromiseLike<T>;

@@ -3,14 +3,7 @@ import type { Clock } from '../core/clock.js';
 import type { Context, Operation } from '../core/context.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { failure, type Outcome } from '../core/outcome.js';
-import {
-  BasePolicy,
-  type ExecuteOptions,
-  isThenable,
-  runStep,
-  type Step,
-  startContext,
-} from '../core/policy.js';
+import { BasePolicy, type ExecuteOptions, isThenable, openEdge, runStep, type Step } from '../core/policy.js';
 import { TimeLimit } from '../core/time-limit.js';
 import { CircuitOpenError } from './errors.js';
 import {
@@ -138,13 +131,8 @@ export class CircuitBreakerPolicy extends BasePolicy {
   override execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
     // Fast path for the common case: no call timeout, no slow-call rule.
     if (this.limit !== undefined || this.o.slowRate !== undefined) return super.execute(operation, options);
-    let context: Context;
-    try {
-      context = startContext(operation, options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (context.signal.aborted) return Promise.reject(context.signal.reason);
+    const context = openEdge(operation, options);
+    if (context instanceof Promise) return context;
     const refusal = this.admit();
     if (refusal !== undefined) return Promise.reject(refusal);
     const probe = this.current === 'half-open';

@@ -57,17 +57,38 @@ export function invoke<T>(operation: Operation<T>, context: Context): Promise<Ou
   }
 }
 
+// Calls made without options all share this one frozen root context: no allocation per call.
+const bareContext: Context = Object.freeze({ signal: neverAborted, attempt: 1 });
+
 /** Checks the arguments of `execute` and builds the root context; throws a TypeError on bad input. */
 export function startContext<T>(operation: Operation<T>, options: ExecuteOptions | undefined): Context {
   if (typeof operation !== 'function') {
     throw new TypeError(`expected "operation" to be a function, got ${show(operation)}`);
   }
-  if (options === undefined) return rootContext(neverAborted, undefined);
+  if (options === undefined) return bareContext;
   const { signal = neverAborted, deadline } = options;
   if (deadline !== undefined && (typeof deadline !== 'number' || Number.isNaN(deadline))) {
     throw new TypeError(`expected "deadline" to be a number, got ${show(deadline)}`);
   }
   return rootContext(signal, deadline);
+}
+
+/**
+ * The checks every `execute` makes before running anything. Bad arguments (a `TypeError`) and an
+ * already-aborted signal (its reason) come back as a rejected promise for `execute` to return as
+ * is; otherwise the root context.
+ */
+export function openEdge<T>(
+  operation: Operation<T>,
+  options: ExecuteOptions | undefined,
+): Context | Promise<never> {
+  let context: Context;
+  try {
+    context = startContext(operation, options);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return context.signal.aborted ? Promise.reject(context.signal.reason) : context;
 }
 
 /** Turns an outcome back into a value or a throw (the outer edge). */
@@ -81,13 +102,8 @@ export abstract class BasePolicy implements ComposablePolicy {
   abstract [runStep]<T>(next: Step<T>, context: Context): Promise<Outcome<T>>;
 
   execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
-    let context: Context;
-    try {
-      context = startContext(operation, options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (context.signal.aborted) return Promise.reject(context.signal.reason);
+    const context = openEdge(operation, options);
+    if (context instanceof Promise) return context;
     return this[runStep]((ctx: Context) => invoke(operation, ctx), context).then(settle);
   }
 }

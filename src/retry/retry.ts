@@ -10,10 +10,10 @@ import {
   type ExecuteOptions,
   invoke,
   isThenable,
+  openEdge,
   runStep,
   type Step,
   settle,
-  startContext,
 } from '../core/policy.js';
 import { retryAfterOf } from '../core/retry-after.js';
 import { isClock, isFunction, nonNegative, optionsObject, positiveInteger } from '../core/validate.js';
@@ -129,13 +129,8 @@ export class RetryPolicy extends BasePolicy {
   override execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
     if (this.maxElapsedMs !== Infinity || options?.deadline !== undefined)
       return super.execute(operation, options);
-    let context: Context;
-    try {
-      context = startContext(operation, options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (context.signal.aborted) return Promise.reject(context.signal.reason);
+    const context = openEdge(operation, options);
+    if (context instanceof Promise) return context;
     let result: T | PromiseLike<T>;
     try {
       result = operation(context);
