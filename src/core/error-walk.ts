@@ -8,8 +8,10 @@ export const MAX_DEPTH = 8;
 /** How many objects one call reads at most (bounds wide AggregateErrors). */
 export const MAX_NODES = 64;
 
+/** An object read by key. */
 export type Bag = Record<PropertyKey, unknown>;
 
+/** True for non-null objects (errors, responses, headers...). */
 export function isObject(value: unknown): value is object {
   return typeof value === 'object' && value !== null;
 }
@@ -23,11 +25,13 @@ export function get(target: object, key: PropertyKey): unknown {
   }
 }
 
+/** A property that is a string, read without ever throwing; otherwise undefined. */
 export function getString(target: object, key: PropertyKey): string | undefined {
   const value = get(target, key);
   return typeof value === 'string' ? value : undefined;
 }
 
+/** The state of one bounded, cycle-safe walk: the objects seen and how many were read. */
 export interface Walk {
   readonly seen: Set<object>;
   nodes: number;
