@@ -5,8 +5,10 @@
  *   synchronously (a refusal is a result); `RateLimiterMemory.consume` returns a promise and rejects
  *   on refusal.
  * - Redis (throughput over a fixed time, concurrency 1 and 64, one ioredis client): ours with the
- *   Redis store (GCRA, one EVALSHA per decision, the 100 ms store deadline on), `RateLimiterRedis`,
- *   and a raw `EVALSHA` of `return 1` (the round-trip ceiling). Allowed path: our blocked-key memory
+ *   Redis store (GCRA, the 100 ms store deadline on; one EVALSHA per decision at concurrency 1, the
+ *   decisions of one tick coalesced into batch calls of up to 32 at concurrency 64),
+ *   `RateLimiterRedis`, and a raw `EVALSHA` of `return 1` per operation (the round-trip ceiling of
+ *   one call per decision). Allowed path: our blocked-key memory
  *   would answer refusals without Redis, which would not compare round trips.
  */
 import { performance } from 'node:perf_hooks';

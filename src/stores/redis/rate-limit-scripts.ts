@@ -1,46 +1,48 @@
 /**
- * The rate-limit decisions as Lua, one script per algorithm. Each mirrors its TypeScript twin in
- * `src/rate-limit/` expression for expression (same operations in the same order, so the same
- * doubles), with time from `redis.call('TIME')` on the server. Every script touches one key,
- * decides, writes only when it admits, and sets a `PX` expiry at the moment the key would be back
- * at full capacity, so an expired key and a stored one always decide alike.
+ * The rate-limit decisions as Lua, two scripts per algorithm built from one body: `single` decides
+ * one key, `batch` decides several keys in one call (the store coalesces the decisions issued in
+ * one tick, see `rate-limit.ts`). Each body mirrors its TypeScript twin in `src/rate-limit/`
+ * expression for expression (same operations in the same order, so the same doubles), with time
+ * from `redis.call('TIME')` on the server, read once per script call. A decision touches one key,
+ * decides, writes only when it admits, and sets a `PX` expiry at the moment the key would be back at
+ * full capacity, so an expired key and a stored one always decide alike.
  *
- * KEYS[1] is the state key, ARGV[1] the cost (0 is a peek: nothing is written); the other arguments
- * are per script. Reply: {remaining, retryAfterMs, resetMs}, integers; retryAfterMs is 0 exactly
+ * `single`: KEYS[1] is the state key, ARGV[1] the cost (0 is a peek: nothing is written), then the
+ * rule's arguments. Reply: {remaining, retryAfterMs, resetMs}, integers; retryAfterMs is 0 exactly
  * when the take was allowed (a refusal always says at least 1 ms).
+ *
+ * `batch`: KEYS[1..n] the state keys, ARGV[1..n] their costs, then the rule's arguments. The keys
+ * are decided in order, each exactly as `single` would decide it at the same server time (a key
+ * that appears twice is decided twice and the second decision sees the first's write). Reply: one
+ * element per key, the `single` reply or, if Redis failed that key's command (e.g. `WRONGTYPE`),
+ * the error message as a string; the other keys are unaffected.
  *
  * The scripts are written for the server's CPU, which bounds throughput: globals are read once
  * into locals, strings become numbers by arithmetic, helpers are inlined where a closure per call
  * would show, and they rely on effects replication (the default since Redis 5) for `TIME` before a
  * write. Kept as TypeScript strings so the build ships them (tsc copies only .ts).
  */
+import type { RateLimitAlgorithm } from '../../rate-limit/store.js';
 
-/** ARGV: cost, limit, periodMs, burst (token bucket), buckets (sliding window). */
-const prologue = `
-local call = redis.call
-local math = math
-local key = KEYS[1]
-local cost = ARGV[1] + 0
-local limit = ARGV[2] + 0
-local period = ARGV[3] + 0
-local burst = ARGV[4] + 0
-local time = call('TIME')
-local now = time[1] * 1000 + time[2] / 1000
-`;
+/** One algorithm's Lua, assembled by {@link scriptsOf}. */
+interface Decision {
+  /** Lua locals of the rule's arguments, in ARGV order after the cost(s). */
+  readonly params: readonly string[];
+  /** Lua run once per script call after `now` is known, from the rule's arguments only. */
+  readonly setup: string;
+  /** Decides `key` for `cost` at `now`: ends by returning {remaining, retryAfterMs, resetMs}. */
+  readonly body: string;
+}
 
 /**
  * GCRA: the state is the theoretical arrival time (a number, stored in its exact shortest form).
- * ARGV: cost, unit (periodMs / limit), tau (burst × periodMs / limit), both computed by the client
- * exactly as `gcra.ts` computes them.
+ * Rule arguments: unit (periodMs / limit), tau (burst × periodMs / limit), both computed by the
+ * client exactly as `gcra.ts` computes them.
  */
-export const gcraScript = `
-local call = redis.call
-local key = KEYS[1]
-local cost = ARGV[1] + 0
-local unit = ARGV[2] + 0
-local tau = ARGV[3] + 0
-local time = call('TIME')
-local now = time[1] * 1000 + time[2] / 1000
+const gcra: Decision = {
+  params: ['unit', 'tau'],
+  setup: '',
+  body: `
 local tat = tonumber(call('GET', key)) or now
 if tat < now then tat = now end
 local before = tat - now
@@ -63,11 +65,17 @@ if units < 0 then units = 0 end
 local reset = debt - 1e-6
 if reset > 0 then reset = math.ceil(reset) else reset = 0 end
 return {units, 0, reset}
-`;
+`,
+};
 
-/** Token bucket: the state is "level last periodMs" (level in token·ms). */
-export const tokenBucketScript = `${prologue}
-local capacity = burst * period
+/**
+ * Token bucket: the state is "level last periodMs" (level in token·ms). Rule arguments: limit,
+ * periodMs, burst (and buckets, unused).
+ */
+const tokenBucket: Decision = {
+  params: ['limit', 'period', 'burst'],
+  setup: 'local capacity = burst * period\n',
+  body: `
 local level = capacity
 local last = now
 local stored = call('GET', key)
@@ -102,13 +110,19 @@ end
 local reset = (capacity - level) / limit - 1e-6
 if reset > 0 then reset = math.ceil(reset) else reset = 0 end
 return {math.floor(level / period + 1e-9), math.ceil(wait - 1e-6), reset}
-`;
+`,
+};
 
-/** Sliding-window counter: the state is "buckets periodMs newest c0 … c_buckets". */
-export const slidingWindowScript = `${prologue}
-local buckets = ARGV[5] + 0
-local width = period / buckets
+/**
+ * Sliding-window counter: the state is "buckets periodMs newest c0 … c_buckets". Rule arguments:
+ * limit, periodMs, burst (unused), buckets.
+ */
+const slidingWindow: Decision = {
+  params: ['limit', 'period', 'burst', 'buckets'],
+  setup: `local width = period / buckets
 local slots = buckets + 1
+`,
+  body: `
 local current = math.floor(now / width)
 local counts = {}
 local newest = current
@@ -182,4 +196,53 @@ end
 local left = limit - total
 if left < 0 then left = 0 end
 return {left, retry, resetms()}
+`,
+};
+
+/** Reads the server clock once: ms since the epoch, with µs precision. */
+const clock = `local time = call('TIME')
+local now = time[1] * 1000 + time[2] / 1000
 `;
+
+/** The single-key and batch scripts of one algorithm, from its one body. */
+function scriptsOf(d: Decision): { readonly single: string; readonly batch: string } {
+  const params = (first: (i: number) => string) =>
+    d.params.map((name, i) => `local ${name} = ARGV[${first(i)}] + 0\n`).join('');
+  const single = `
+local call = redis.call
+local math = math
+local key = KEYS[1]
+local cost = ARGV[1] + 0
+${params((i) => String(i + 2))}${clock}${d.setup}${d.body}`;
+  // Each key is decided in a protected call, so that a Redis error on one key (a key of the wrong
+  // type) fails that decision only, as it would fail its own single-key call.
+  const batch = `
+local call = redis.call
+local math = math
+local n = #KEYS
+${params((i) => `n + ${i + 1}`)}${clock}${d.setup}
+local function decide(key, cost)
+${d.body}
+end
+local replies = {}
+for i = 1, n do
+  local ok, reply = pcall(decide, KEYS[i], ARGV[i] + 0)
+  if not ok then
+    if type(reply) == 'table' then reply = reply.err end
+    reply = tostring(reply)
+  end
+  replies[i] = reply
+end
+return replies
+`;
+  return { single, batch };
+}
+
+/** The scripts of every algorithm. */
+export const rateLimitScripts: Readonly<
+  Record<RateLimitAlgorithm, { readonly single: string; readonly batch: string }>
+> = {
+  gcra: scriptsOf(gcra),
+  'token-bucket': scriptsOf(tokenBucket),
+  'sliding-window': scriptsOf(slidingWindow),
+};
