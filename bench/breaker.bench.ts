@@ -16,7 +16,7 @@ import {
   TimeoutStrategy,
 } from 'cockatiel';
 import Opossum from 'opossum';
-import { type Case, machine, measureAll, ns, table } from './support.js';
+import { type Case, measureAll, overheadReport } from './support.js';
 
 const noop = async () => 1;
 
@@ -56,40 +56,33 @@ export default async function breakerOverhead(): Promise<string> {
   ];
   const results = await measureAll(cases);
   peer.opossum.shutdown();
-  const bare = results[0]!.avgNs;
-  const over = (name: string) => Math.max(1, results.find((r) => r.name === name)!.avgNs - bare);
-  const ratio = (a: string, b: string) => (over(a) / over(b)).toFixed(3);
-  const perCase = table(
-    ['case', 'ns/op', 'overhead above bare'],
-    results.map((r) => [r.name, ns(r.avgNs), r === results[0] ? '—' : ns(Math.max(0, r.avgNs - bare))]),
-  );
-  const ratios = table(
-    ['comparison (overhead ours ÷ peer)', 'ratio', 'target'],
+  const report = overheadReport('Circuit breaker overhead (resolved async no-op, closed)', results, [
     [
-      [
-        'breaker ÷ cockatiel ConsecutiveBreaker',
-        ratio('bulwark breaker (consecutive)', 'cockatiel breaker (consecutive)'),
-        '≤ 1.0',
-      ],
-      [
-        'failure-rate breaker ÷ cockatiel SamplingBreaker',
-        ratio('bulwark breaker (failure rate)', 'cockatiel breaker (sampling)'),
-        '≤ 1.0',
-      ],
-      ['breaker ÷ opossum 9', ratio('bulwark breaker (consecutive)', 'opossum 9 fire (defaults)'), '≤ 0.2'],
-      [
-        'smartResilience ÷ cockatiel wrap(retry, breaker)',
-        ratio('bulwark smartResilience (3 s call timeout)', 'cockatiel wrap(retry, breaker)'),
-        '—',
-      ],
-      [
-        'smartResilience ÷ cockatiel wrap(timeout, retry, breaker)',
-        ratio('bulwark smartResilience (3 s call timeout)', 'cockatiel wrap(timeout, retry, breaker)'),
-        '—',
-      ],
+      'breaker ÷ cockatiel ConsecutiveBreaker',
+      'bulwark breaker (consecutive)',
+      'cockatiel breaker (consecutive)',
+      '≤ 1.0',
     ],
-  );
-  const report = `### Circuit breaker overhead (resolved async no-op, closed)\n\n${machine()}\n\n${perCase}\n\n${ratios}\n`;
+    [
+      'failure-rate breaker ÷ cockatiel SamplingBreaker',
+      'bulwark breaker (failure rate)',
+      'cockatiel breaker (sampling)',
+      '≤ 1.0',
+    ],
+    ['breaker ÷ opossum 9', 'bulwark breaker (consecutive)', 'opossum 9 fire (defaults)', '≤ 0.2'],
+    [
+      'smartResilience ÷ cockatiel wrap(retry, breaker)',
+      'bulwark smartResilience (3 s call timeout)',
+      'cockatiel wrap(retry, breaker)',
+      '—',
+    ],
+    [
+      'smartResilience ÷ cockatiel wrap(timeout, retry, breaker)',
+      'bulwark smartResilience (3 s call timeout)',
+      'cockatiel wrap(timeout, retry, breaker)',
+      '—',
+    ],
+  ]);
   console.log(report);
   return report;
 }

@@ -14,7 +14,7 @@ import {
   TimeoutStrategy,
 } from 'cockatiel';
 import pRetry from 'p-retry';
-import { type Case, machine, measureAll, ns, table } from './support.js';
+import { type Case, measureAll, overheadReport } from './support.js';
 
 const noop = async () => 1;
 
@@ -50,37 +50,28 @@ export default async function policyOverhead(): Promise<string> {
     { name: 'cockatiel wrap(retry, breaker, timeout)', fn: () => peer.wrap3.execute(noop) },
   ];
   const results = await measureAll(cases);
-  const bare = results[0]!.avgNs;
-  const over = (name: string) => Math.max(1, results.find((r) => r.name === name)!.avgNs - bare);
-  const ratio = (a: string, b: string) => (over(a) / over(b)).toFixed(3);
-
-  const perCase = table(
-    ['case', 'ns/op', 'overhead above bare'],
-    results.map((r) => [r.name, ns(r.avgNs), r === results[0] ? '—' : ns(Math.max(0, r.avgNs - bare))]),
-  );
-  const ratios = table(
-    ['comparison (overhead ours ÷ peer)', 'ratio', 'target'],
+  const report = overheadReport('Policy overhead (resolved async no-op)', results, [
+    ['retry ÷ cockatiel retry', 'bulwark retry', 'cockatiel retry', '≤ 1'],
+    ['retry ÷ p-retry', 'bulwark retry', 'p-retry', '—'],
     [
-      ['retry ÷ cockatiel retry', ratio('bulwark retry', 'cockatiel retry'), '≤ 1'],
-      ['retry ÷ p-retry', ratio('bulwark retry', 'p-retry'), '—'],
-      [
-        'timeout ÷ cockatiel timeout (cooperative)',
-        ratio('bulwark timeout (cooperative)', 'cockatiel timeout (cooperative)'),
-        '≤ 0.1',
-      ],
-      [
-        'timeout ÷ cockatiel timeout (aggressive)',
-        ratio('bulwark timeout (aggressive)', 'cockatiel timeout (aggressive)'),
-        '≤ 0.1',
-      ],
-      [
-        'pipeline(timeout, retry) ÷ cockatiel wrap(timeout, retry)',
-        ratio('bulwark pipeline(timeout, retry)', 'cockatiel wrap(timeout, retry)'),
-        '≤ 0.1',
-      ],
+      'timeout ÷ cockatiel timeout (cooperative)',
+      'bulwark timeout (cooperative)',
+      'cockatiel timeout (cooperative)',
+      '≤ 0.1',
     ],
-  );
-  const report = `### Policy overhead (resolved async no-op)\n\n${machine()}\n\n${perCase}\n\n${ratios}\n`;
+    [
+      'timeout ÷ cockatiel timeout (aggressive)',
+      'bulwark timeout (aggressive)',
+      'cockatiel timeout (aggressive)',
+      '≤ 0.1',
+    ],
+    [
+      'pipeline(timeout, retry) ÷ cockatiel wrap(timeout, retry)',
+      'bulwark pipeline(timeout, retry)',
+      'cockatiel wrap(timeout, retry)',
+      '≤ 0.1',
+    ],
+  ]);
   console.log(report);
   return report;
 }

@@ -46,3 +46,32 @@ export function machine(): string {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
   return `Node ${process.version}, ${os.cpus().length} × ${cpu}, ${os.platform()} ${os.arch()}`;
 }
+
+/** One ratio row: label, ours, peer, target. */
+export type Comparison = readonly [label: string, ours: string, peer: string, target: string];
+
+/**
+ * The report of an overhead benchmark whose first case is the bare call: a table of ns/op and
+ * overhead above bare, then a table of overhead ratios ours ÷ peer.
+ */
+export function overheadReport(
+  title: string,
+  results: readonly Result[],
+  comparisons: readonly Comparison[],
+): string {
+  const bare = results[0]!.avgNs;
+  const over = (name: string) => {
+    const result = results.find((r) => r.name === name);
+    if (result === undefined) throw new Error(`no benchmark case named "${name}"`);
+    return Math.max(1, result.avgNs - bare);
+  };
+  const perCase = table(
+    ['case', 'ns/op', 'overhead above bare'],
+    results.map((r, i) => [r.name, ns(r.avgNs), i === 0 ? '—' : ns(Math.max(0, r.avgNs - bare))]),
+  );
+  const ratios = table(
+    ['comparison (overhead ours ÷ peer)', 'ratio', 'target'],
+    comparisons.map(([label, ours, peer, target]) => [label, (over(ours) / over(peer)).toFixed(3), target]),
+  );
+  return `### ${title}\n\n${machine()}\n\n${perCase}\n\n${ratios}\n`;
+}

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
+import { deferred } from '../../test/support/deferred.js';
 import type { Context } from '../core/context.js';
 import { isRejectedError, RejectedError } from '../core/errors.js';
 import { setListenerErrorHandler } from '../core/events.js';
@@ -9,17 +10,6 @@ import { timeout } from '../retry/timeout.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { type ConcurrencyLimitRejectedEvent, concurrencyLimit } from './concurrency-limit.js';
 import { ConcurrencyLimitError, isBulkheadFullError, isConcurrencyLimitError } from './errors.js';
-
-/** A promise settled from outside. */
-function deferred<T = unknown>() {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
 
 /** Lets pending promise reactions run. */
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));

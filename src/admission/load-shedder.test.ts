@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
+import { deferred } from '../../test/support/deferred.js';
 import type { TimerHandle } from '../core/clock.js';
 import { isRejectedError } from '../core/errors.js';
 import { setListenerErrorHandler } from '../core/events.js';
@@ -43,17 +44,6 @@ function make(options: Partial<LoadShedderOptions> & { readings?: SampledSignals
     ...options,
   });
   return { clock, src, shedder };
-}
-
-/** An operation that settles only when the test says so. */
-function gate<T = string>() {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
 }
 
 describe('LoadShedder options', () => {
@@ -445,7 +435,7 @@ describe('LoadShedder in-flight limit', () => {
     expect(shedder.policy('normal')).toBe(policy);
     expect(policy.priority).toBe('normal');
 
-    const g = gate();
+    const g = deferred<string>();
     const running = policy.execute(() => g.promise);
     expect(shedder.inFlight).toBe(1);
     const op = vi.fn();
@@ -455,7 +445,7 @@ describe('LoadShedder in-flight limit', () => {
     await expect(running).resolves.toBe('done');
     expect(shedder.inFlight).toBe(0);
 
-    const failing = gate();
+    const failing = deferred<string>();
     const rejected = policy.execute(() => failing.promise);
     expect(shedder.inFlight).toBe(1);
     failing.reject(new Error('boom'));
@@ -502,7 +492,7 @@ describe('LoadShedder in-flight limit', () => {
   it('the policy composes in a pipeline and shares the count with admit()', async () => {
     const { shedder } = make({ limits: { inFlight: 2 }, thresholds: { low: 1, normal: 1, high: 1 } });
     const release = shedder.admit('high');
-    const g = gate();
+    const g = deferred<string>();
     const call = pipeline(shedder.policy('low')).execute(() => g.promise);
     expect(shedder.inFlight).toBe(2);
     await expect(pipeline(shedder.policy('critical')).execute(() => 1)).rejects.toSatisfy(isLoadShedError);

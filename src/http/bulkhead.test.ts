@@ -1,46 +1,15 @@
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { afterThisTest, listen, until } from '../../test/support/http-server.js';
 import { bulkhead } from '../admission/bulkhead.js';
 import { ResilienceError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { seededRandom } from '../testing/seeded-random.js';
 import { bulkheadMiddleware, fastifyBulkhead } from './bulkhead.js';
-
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((c) => c()));
-});
-
-async function listen(server: Server) {
-  const closes: Promise<unknown>[] = [];
-  server.on('request', (_req: IncomingMessage, res: ServerResponse) => closes.push(once(res, 'close')));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    allClosed: () => Promise.all(closes),
-  };
-}
-
-/** Polls between event-loop turns until `condition` holds; fails after 5 s of real time. */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const start = performance.now();
-  while (!condition()) {
-    if (performance.now() - start > 5_000) throw new Error(`never happened: ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
 
 /** A handler that holds each response until the test ends it, recording which paths it saw. */
 function heldHandler() {
@@ -399,7 +368,7 @@ describe('bulkheadMiddleware on Express', () => {
 
 describe('fastifyBulkhead', () => {
   async function start(app: FastifyInstance) {
-    cleanups.push(() => app.close());
+    afterThisTest(() => app.close());
     const address = await app.listen({ port: 0, host: '127.0.0.1' });
     const closes: Promise<unknown>[] = [];
     app.server.on('request', (_req: IncomingMessage, res: ServerResponse) => closes.push(once(res, 'close')));

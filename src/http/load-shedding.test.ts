@@ -1,46 +1,13 @@
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { afterThisTest, listen, until } from '../../test/support/http-server.js';
 import { LoadShedder, type SampledSignals } from '../admission/load-shedder.js';
 import type { Priority } from '../admission/shed-error.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { fastifyLoadShedding, loadSheddingMiddleware } from './load-shedding.js';
-
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((c) => c()));
-});
-
-/** Listens on 127.0.0.1:0, closes after the test, and tracks when each response closes. */
-async function listen(server: Server) {
-  const closes: Promise<unknown>[] = [];
-  server.on('request', (_req: IncomingMessage, res: ServerResponse) => closes.push(once(res, 'close')));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    /** Resolves when every response seen so far has closed (the adapters release on that event). */
-    allClosed: () => Promise.all(closes),
-  };
-}
-
-/** Polls (between event-loop turns) until `condition` holds; fails after 5 s of real time. */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const start = performance.now();
-  while (!condition()) {
-    if (performance.now() - start > 5_000) throw new Error(`never happened: ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
 
 /** A shedder whose readings the test sets; limits: 100 ms p99 delay and optionally in-flight. */
 function shedderWith(readings: SampledSignals, inFlight?: number) {
@@ -51,7 +18,7 @@ function shedderWith(readings: SampledSignals, inFlight?: number) {
     source: () => readings,
     clock,
   });
-  cleanups.push(async () => shedder.close());
+  afterThisTest(async () => shedder.close());
   return shedder;
 }
 
@@ -260,7 +227,7 @@ describe('loadSheddingMiddleware on Express', () => {
 
 describe('fastifyLoadShedding', () => {
   async function start(app: FastifyInstance) {
-    cleanups.push(() => app.close());
+    afterThisTest(() => app.close());
     const address = await app.listen({ port: 0, host: '127.0.0.1' });
     const closes: Promise<unknown>[] = [];
     app.server.on('request', (_req: IncomingMessage, res: ServerResponse) => closes.push(once(res, 'close')));

@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { deferred } from '../../../test/support/deferred.js';
 import { isStoreUnavailableError, isTimeoutError, type StoreUnavailableError } from '../../core/errors.js';
 import { FakeClock } from '../../testing/fake-clock.js';
 import { DEFAULT_STORE_TIMEOUT_MS, StoreDeadline } from './deadline.js';
-
-/** A promise settled by hand, standing for a command whose reply has not arrived. */
-function deferred<T>() {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
 
 const ready = { status: 'ready' };
 
