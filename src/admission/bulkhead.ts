@@ -1,11 +1,19 @@
-import { canAbort } from '../core/abort.js';
+import { canAbort, offAbort, onAbort } from '../core/abort.js';
 import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
 import type { Context, Operation } from '../core/context.js';
 import { DeadlineQueue, type Expiring } from '../core/deadline-queue.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { failure, type Outcome } from '../core/outcome.js';
 import { BasePolicy, type ExecuteOptions, isThenable, openEdge, runStep, type Step } from '../core/policy.js';
-import { isClock, isFunction, optionsObject, positive, positiveInteger, show } from '../core/validate.js';
+import {
+  isClock,
+  isFunction,
+  optionKeys,
+  optionsObject,
+  positive,
+  positiveInteger,
+  show,
+} from '../core/validate.js';
 import { BulkheadFullError, type BulkheadRejection } from './errors.js';
 import { LinkedQueue, type QueueNode } from './linked-queue.js';
 
@@ -24,12 +32,20 @@ export interface BulkheadOptions {
    * All waiters share one timer.
    * @default Infinity
    */
-  readonly queueTimeoutMs?: number;
+  readonly queueTimeoutMs?: number | undefined;
   /** Times the queue timeout. @default systemClock */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
   /** Called for each refusal (same as subscribing with `onRejected`). */
-  readonly onRejected?: Listener<BulkheadRejectedEvent>;
+  readonly onRejected?: Listener<BulkheadRejectedEvent> | undefined;
 }
+
+const bulkheadOptionKeys = optionKeys<BulkheadOptions>({
+  maxConcurrent: true,
+  maxQueue: true,
+  queueTimeoutMs: true,
+  clock: true,
+  onRejected: true,
+});
 
 /** Emitted when a {@link bulkhead} refuses a call. */
 export interface BulkheadRejectedEvent {
@@ -186,8 +202,9 @@ class Gate {
       waiter.timer = this.clock.setTimer(() => waiter.expire(), this.queueTimeoutMs);
     }
     if (canAbort(signal)) {
+      // One real listener per signal however many waiters share it (a request fanned out).
       waiter.signal = signal;
-      signal.addEventListener('abort', waiter, { once: true });
+      onAbort(signal, waiter);
     }
   }
 
@@ -227,7 +244,7 @@ class Gate {
       this.deadlines.settle(waiter);
     }
     if (waiter.signal !== undefined) {
-      waiter.signal.removeEventListener('abort', waiter);
+      offAbort(waiter.signal, waiter);
       waiter.signal = undefined;
     }
   }
@@ -251,7 +268,7 @@ export class BulkheadPolicy extends BasePolicy {
   /** Use {@link bulkhead}. */
   constructor(options: BulkheadOptions) {
     super();
-    const o = optionsObject('bulkhead options', options);
+    const o = optionsObject('bulkhead options', options, bulkheadOptionKeys);
     const maxConcurrent = positiveInteger('maxConcurrent', o.maxConcurrent);
     const maxQueue = nonNegativeInteger('maxQueue', o.maxQueue);
     const queueTimeoutMs = positive('queueTimeoutMs', o.queueTimeoutMs ?? Infinity, true);
@@ -333,7 +350,9 @@ export class BulkheadPolicy extends BasePolicy {
  *   never overtakes the queue.
  * - **Waiters never leak slots.** A queued caller whose signal aborts leaves the queue at once and
  *   rejects with `signal.reason`; one whose `queueTimeoutMs` passes leaves with a
- *   `BulkheadFullError` (`reason: 'queue-timeout'`). Neither ever takes a slot or runs.
+ *   `BulkheadFullError` (`reason: 'queue-timeout'`). Neither ever takes a slot or runs. Waiters
+ *   sharing one signal put a single abort listener on it between them. A `signal` that is not an
+ *   `AbortSignal` is a `TypeError` rejection before anything is queued.
  * - **A slot is released exactly once** when the operation settles, whichever way (value,
  *   rejection, synchronous throw, abort). An operation that ignores its signal keeps its slot
  *   until it ends: the slot stands for work actually running.

@@ -2,14 +2,16 @@ import type { Context, Operation } from '../core/context.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { failure, type Outcome } from '../core/outcome.js';
 import { BasePolicy, type ExecuteOptions, isThenable, openEdge, runStep, type Step } from '../core/policy.js';
-import { isFunction, optionsObject, positiveInteger } from '../core/validate.js';
+import { isFunction, optionKeys, optionsObject, positiveInteger } from '../core/validate.js';
 import { ConcurrencyLimitError } from './errors.js';
 
 /** Options of {@link concurrencyLimit}. */
 export interface ConcurrencyLimitOptions {
   /** Called for each refused call (same as subscribing with `onRejected`). */
-  readonly onRejected?: Listener<ConcurrencyLimitRejectedEvent>;
+  readonly onRejected?: Listener<ConcurrencyLimitRejectedEvent> | undefined;
 }
+
+const concurrencyLimitOptionKeys = optionKeys<ConcurrencyLimitOptions>({ onRejected: true });
 
 /** Emitted when a {@link concurrencyLimit} refuses a call. */
 export interface ConcurrencyLimitRejectedEvent {
@@ -50,7 +52,7 @@ export class ConcurrencyLimitPolicy extends BasePolicy {
   constructor(max: number, options?: ConcurrencyLimitOptions) {
     super();
     this.max = positiveInteger('max', max);
-    const o = optionsObject('concurrencyLimit options', options);
+    const o = optionsObject('concurrencyLimit options', options, concurrencyLimitOptionKeys);
     if (o.onRejected !== undefined) this.rejected.add(isFunction('onRejected', o.onRejected));
   }
 
@@ -68,7 +70,8 @@ export class ConcurrencyLimitPolicy extends BasePolicy {
    * Runs `operation` if fewer than `max` calls are in flight, else rejects at once with a
    * {@link ConcurrencyLimitError} without calling it. The slot is released exactly once, when the
    * operation settles (value, rejection or synchronous throw). An already-aborted signal rejects
-   * with its reason and takes no slot.
+   * with its reason and takes no slot; so does a `signal` that is not an `AbortSignal`, with a
+   * `TypeError` (never a synchronous throw).
    */
   override execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
     const context = openEdge(operation, options);

@@ -10,7 +10,7 @@ export interface Context {
   /** 1 for the first try; retry and hedge count up from there. */
   readonly attempt: number;
   /** Absolute time (on the policies' clock) by which the call must finish, when one is known. */
-  readonly deadline?: number;
+  readonly deadline?: number | undefined;
 }
 
 /** The work a policy runs. It receives a {@link Context} and should honour its `signal`. */

@@ -132,3 +132,91 @@ describe('DeadlineQueue', () => {
     );
   });
 });
+
+describe('DeadlineQueue: every deadline on time, whatever the order', () => {
+  it('an earlier deadline added after a settled later one fires at its own time, not at the old timer', async () => {
+    const clock = new FakeClock();
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    const slow = entry(1_000, log);
+    expect(queue.add(slow)).toBe(true);
+    queue.settle(slow);
+    const fast = entry(50, log);
+    expect(queue.add(fast)).toBe(true);
+    await clock.advance(49);
+    expect(log).toEqual([]);
+    await clock.advance(1);
+    expect(log).toEqual([50]);
+    await clock.advance(2_000);
+    expect(log).toEqual([50]);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  type Step =
+    | { readonly kind: 'add'; readonly inMs: number }
+    | { readonly kind: 'settle'; readonly pick: number }
+    | { readonly kind: 'advance'; readonly ms: number };
+
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    fc.record({ kind: fc.constant('add' as const), inMs: fc.integer({ min: 0, max: 120 }) }),
+    fc.record({ kind: fc.constant('settle' as const), pick: fc.nat() }),
+    fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 60 }) }),
+  );
+
+  it('property: random add/settle/advance sequences: each unsettled entry expires once, exactly at its deadline', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { maxLength: 60 }), async (steps) => {
+        const clock = new FakeClock();
+        const queue = new DeadlineQueue(clock);
+        interface Tracked {
+          readonly e: Expiring;
+          expiredAt: number[];
+          settledEarly: boolean;
+          /** Set when the queue refused the entry: it times itself, as every caller of the queue does. */
+          ownTimer: unknown;
+        }
+        const tracked: Tracked[] = [];
+        for (const s of steps) {
+          if (s.kind === 'advance') {
+            await clock.advance(s.ms);
+          } else if (s.kind === 'add') {
+            const t: Tracked = {
+              e: {
+                deadline: clock.now() + s.inMs,
+                settled: false,
+                queueNext: undefined,
+                expire: () => t.expiredAt.push(clock.now()),
+              },
+              expiredAt: [],
+              settledEarly: false,
+              ownTimer: undefined,
+            };
+            tracked.push(t);
+            if (!queue.add(t.e)) {
+              t.ownTimer = clock.setTimer(() => {
+                t.e.settled = true;
+                t.e.expire();
+              }, s.inMs);
+            }
+          } else {
+            const live = tracked.filter((t) => !t.e.settled);
+            const t = live[s.pick % Math.max(1, live.length)];
+            if (t === undefined) continue;
+            t.settledEarly = true;
+            if (t.ownTimer === undefined) queue.settle(t.e);
+            else {
+              clock.clearTimer(t.ownTimer);
+              t.e.settled = true;
+            }
+          }
+        }
+        await clock.advance(1_000);
+        for (const t of tracked) {
+          expect(t.expiredAt).toEqual(t.settledEarly ? [] : [t.e.deadline]);
+        }
+        expect(clock.pendingTimers).toBe(0);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

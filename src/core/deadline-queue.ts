@@ -15,14 +15,19 @@ export interface Expiring {
 /**
  * One timer shared by many deadlines that arrive in order (a timeout policy's calls all last the
  * same `ms`, so their deadlines only grow). Adding and settling are O(1) and start no timer while
- * one is armed: the timer fires at the oldest live deadline, expires what is due, drops what
- * finished, and re-arms for the next. While no entry is live the timer stops keeping the process
- * alive (`Clock.keepAlive`), so an idle service can exit.
+ * one is armed for a time at or before the new head: the timer fires at the oldest live deadline,
+ * expires what is due, drops what finished, and re-arms for the next. An entry that becomes the
+ * head with a deadline earlier than the armed timer (everything before it settled, and it is due
+ * sooner: a caller's tighter deadline, a shorter limit) re-arms the timer for itself, so every
+ * queued entry expires at its own deadline, never later. While no entry is live the timer stops
+ * keeping the process alive (`Clock.keepAlive`), so an idle service can exit.
  */
 export class DeadlineQueue {
   private head: Expiring | undefined;
   private tail: Expiring | undefined;
   private timer: TimerHandle | undefined;
+  /** The deadline the armed timer fires for (meaningful while `timer` is set). */
+  private armedFor = 0;
   private live = 0;
 
   constructor(private readonly clock: Clock) {}
@@ -39,8 +44,14 @@ export class DeadlineQueue {
     if (this.tail === undefined) this.head = entry;
     else this.tail.queueNext = entry;
     this.tail = entry;
-    if (this.live++ === 0 && this.timer !== undefined) this.clock.keepAlive?.(this.timer, true);
-    if (this.timer === undefined) this.arm(this.head!.deadline);
+    const head = this.head!;
+    if (this.timer === undefined) this.arm(head.deadline);
+    else if (head.deadline < this.armedFor) {
+      // The timer was armed for entries that have all settled since: it would fire too late.
+      this.clock.clearTimer(this.timer);
+      this.arm(head.deadline);
+    } else if (this.live === 0) this.clock.keepAlive?.(this.timer, true);
+    this.live++;
     return true;
   }
 
@@ -52,6 +63,7 @@ export class DeadlineQueue {
   }
 
   private arm(deadline: number): void {
+    this.armedFor = deadline;
     this.timer = this.clock.setTimer(this.fire, deadline - this.clock.now());
   }
 

@@ -2,7 +2,7 @@
  * Runs steps under a time limit: the machinery behind `timeout()` and the circuit breaker's
  * `callTimeoutMs`. Internal to bulwark.
  */
-import { canAbort } from './abort.js';
+import { canAbort, offAbort, onAbort } from './abort.js';
 import type { Clock, TimerHandle } from './clock.js';
 import type { Context } from './context.js';
 import { DeadlineQueue, type Expiring } from './deadline-queue.js';
@@ -22,16 +22,22 @@ export function timeoutError(ms: number, allowedMs: number): TimeoutError {
 /**
  * The context inside one timed call. Its signal is created only if someone reads it, so a call
  * that finishes in time and never looked at its signal costs no AbortController and no abort().
+ *
+ * The scope is the call's one subscriber to the enclosing signal (through `onAbort`, so calls
+ * sharing a signal share one real listener). A parent abort reaches the inner signal first, then
+ * ends the call early in aggressive mode: everything inside sees the abort before the call is
+ * released.
  */
 class TimeoutScope implements Context, Expiring {
   settled = false;
   queueNext: Expiring | undefined = undefined;
   /** Set when the deadline passed: the reason the signal aborts with. */
   expired: TimeoutError | undefined = undefined;
-  /** Aggressive mode: settles the call at the deadline. */
-  onExpired: ((error: TimeoutError) => void) | undefined = undefined;
+  /** Aggressive mode: settles the call at the deadline or on the parent's abort. */
+  onEnd: ((outcome: Outcome<never>) => void) | undefined = undefined;
   private controller: AbortController | undefined = undefined;
-  private parentSignal: AbortSignal | undefined = undefined;
+  /** The parent signal while the scope is subscribed to it. */
+  private listening: AbortSignal | undefined = undefined;
 
   constructor(
     private readonly parent: Context,
@@ -53,38 +59,49 @@ class TimeoutScope implements Context, Expiring {
     if (this.controller === undefined) {
       const controller = new AbortController();
       this.controller = controller;
-      if (this.expired !== undefined) {
-        controller.abort(this.expired);
-      } else {
+      if (this.expired !== undefined) controller.abort(this.expired);
+      else {
         const parentSignal = this.parent.signal;
         if (parentSignal.aborted) controller.abort(parentSignal.reason);
-        else if (canAbort(parentSignal)) {
-          this.parentSignal = parentSignal;
-          parentSignal.addEventListener('abort', this, { once: true });
-        }
+        else this.listen(parentSignal);
       }
     }
     return this.controller.signal;
   }
 
-  /** The parent aborted: pass its reason on. (An EventListener object: no closure per call.) */
+  /** Subscribes to the (not yet aborted) parent signal, once. */
+  listen(parentSignal: AbortSignal): void {
+    if (this.listening !== undefined || !canAbort(parentSignal)) return;
+    this.listening = parentSignal;
+    onAbort(parentSignal, this);
+  }
+
+  /** The parent aborted: pass its reason on, then (aggressive) end the call. */
   handleEvent(): void {
-    this.controller?.abort(this.parentSignal?.reason);
+    const reason = this.listening?.reason;
+    this.listening = undefined;
+    this.controller?.abort(reason);
+    this.onEnd?.(failure(reason));
   }
 
   /** The deadline passed. */
   expire(): void {
-    const error = timeoutError(this.ms, this.deadline - this.startedAt);
+    const error = this.timeoutError();
     this.expired = error;
     this.controller?.abort(error);
-    this.onExpired?.(error);
+    this.onEnd?.(failure(error));
+  }
+
+  /** The error of this call's deadline. */
+  timeoutError(): TimeoutError {
+    return timeoutError(this.ms, this.deadline - this.startedAt);
   }
 
   /** Detaches from the parent signal once the call is over. */
   dispose(): void {
-    if (this.parentSignal !== undefined) {
-      this.parentSignal.removeEventListener('abort', this);
-      this.parentSignal = undefined;
+    if (this.listening !== undefined) {
+      offAbort(this.listening, this);
+      this.listening = undefined;
     }
   }
 }
@@ -106,9 +123,12 @@ export class TimeLimit {
 
   /**
    * Runs `next` within `ms` (or the context's earlier deadline), exposing the tightened deadline
-   * to the inside. Cooperative: aborts the inner signal at the deadline and waits; a late failure
-   * becomes a `TimeoutError` with the failure as `cause`, a late value is returned. Aggressive:
-   * settles at the deadline or on the caller's abort without waiting.
+   * to the inside. A parent abort reaches the inner signal at once, in both modes. Cooperative:
+   * aborts the inner signal at the deadline and waits; a failure once the deadline has passed
+   * (whether or not the timer has fired yet) becomes a `TimeoutError` with the failure as `cause`,
+   * a late value is returned. Aggressive: settles at the deadline or on the parent's abort
+   * without waiting; a failure that arrives after the deadline, before the timer fired, is the
+   * same `TimeoutError` with cause.
    */
   run<T>(next: Step<T>, context: Context, ms: number): Promise<Outcome<T>> {
     const now = this.clock.now();
@@ -130,30 +150,40 @@ export class TimeLimit {
   ): Promise<Outcome<T>> {
     const outcome = await next(scope);
     this.release(scope, timer);
-    const expired = scope.expired;
     // A value that arrives after the deadline is still returned: the work is done.
-    if (expired === undefined || outcome.ok || outcome.error === expired) return outcome;
-    return failure(new TimeoutError(expired.timeoutMs, { cause: outcome.error, message: expired.message }));
+    return outcome.ok ? outcome : this.lateFailure(scope, outcome);
   }
 
   private race<T>(next: Step<T>, scope: TimeoutScope, timer: TimerHandle | undefined): Promise<Outcome<T>> {
     return new Promise<Outcome<T>>((resolve) => {
-      const upstream = scope.upstream;
-      const parentSignal = canAbort(upstream) ? upstream : undefined;
       let settled = false;
       const finish = (outcome: Outcome<T>): void => {
         if (settled) return;
         settled = true;
         this.release(scope, timer);
-        if (parentSignal !== undefined) parentSignal.removeEventListener('abort', onParentAbort);
-        resolve(outcome);
+        resolve(outcome.ok ? outcome : this.lateFailure(scope, outcome));
       };
-      const onParentAbort = (): void => finish(failure(parentSignal?.reason));
-      scope.onExpired = (error) => finish(failure(error));
-      if (parentSignal?.aborted) return finish(failure(parentSignal.reason));
-      if (parentSignal !== undefined) parentSignal.addEventListener('abort', onParentAbort, { once: true });
+      scope.onEnd = finish;
+      const upstream = scope.upstream;
+      if (upstream.aborted) return finish(failure(upstream.reason));
+      scope.listen(upstream);
       next(scope).then(finish);
     });
+  }
+
+  /**
+   * The outcome of a failed (released) call: once the deadline has passed the outcome is the
+   * timeout, with the failure as `cause`, even if the operation failed before the timer fired (a
+   * busy event loop runs timers late).
+   */
+  private lateFailure<T>(scope: TimeoutScope, outcome: Outcome<T> & { ok: false }): Outcome<T> {
+    let expired = scope.expired;
+    if (expired === undefined) {
+      if (this.clock.now() < scope.deadline) return outcome;
+      expired = scope.timeoutError();
+    }
+    if (outcome.error === expired) return outcome;
+    return failure(new TimeoutError(expired.timeoutMs, { cause: outcome.error, message: expired.message }));
   }
 
   private release(scope: TimeoutScope, timer: TimerHandle | undefined): void {

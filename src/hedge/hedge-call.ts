@@ -2,7 +2,7 @@
  * One hedged call: starts tries, staggers them, picks the winner, aborts the rest. Internal to
  * `hedge()`; see hedge.ts for the rules it implements.
  */
-import { canAbort } from '../core/abort.js';
+import { canAbort, offAbort, onAbort } from '../core/abort.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import type { Context, Operation } from '../core/context.js';
 import type { Listeners } from '../core/events.js';
@@ -77,8 +77,8 @@ export class HedgeCall<T> {
       this.resolve = resolve;
     });
     if (canAbort(signal)) {
-      // An EventListener object: no closure per call.
-      signal.addEventListener('abort', this, { once: true });
+      // An EventListener object: no closure per call; calls sharing a signal share its one listener.
+      onAbort(signal, this);
       this.listening = signal;
     }
     this.launch(1);
@@ -221,7 +221,7 @@ export class HedgeCall<T> {
     this.done = true;
     this.cancelTimer();
     if (this.listening !== undefined) {
-      this.listening.removeEventListener('abort', this);
+      offAbort(this.listening, this);
       this.listening = undefined;
     }
     const losers = this.inFlight;

@@ -5,7 +5,15 @@ import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import type { Kind } from '../core/kind.js';
 import { failure, type Outcome } from '../core/outcome.js';
 import { BasePolicy, type ExecuteOptions, invoke, type Policy, runStep, type Step } from '../core/policy.js';
-import { isClock, isFunction, nonNegative, optionsObject, positiveInteger, show } from '../core/validate.js';
+import {
+  isClock,
+  isFunction,
+  nonNegative,
+  optionKeys,
+  optionsObject,
+  positiveInteger,
+  show,
+} from '../core/validate.js';
 import { RetryBudget } from '../retry/budget.js';
 import type { HedgeCanceledError } from './errors.js';
 import { HedgeCall, type HedgeEvent, type HedgeSettings } from './hedge-call.js';
@@ -19,19 +27,19 @@ export interface HedgeOptions<V = never> {
    * `context.attempt = n`. With `variants`, it defaults to (and must equal) `variants.length`.
    * @default 2 (or variants.length)
    */
-  readonly attempts?: number;
+  readonly attempts?: number | undefined;
   /**
    * How long a try may run unsettled before the next one starts. `0` starts every try at once.
    * Set it near the dependency's p95 latency, so that only the slowest calls are hedged.
    * @default 2_000
    */
-  readonly delayMs?: number;
+  readonly delayMs?: number | undefined;
   /**
    * One operation per try, run instead of the operation given to `execute`: try n runs
    * `variants[n - 1]` (the primary, then replicas or other regions). In a pipeline a variant also
    * replaces the policies listed after the hedge, so wrap each variant in the policies it needs.
    */
-  readonly variants?: readonly Operation<V>[];
+  readonly variants?: readonly Operation<V>[] | undefined;
   /**
    * Which failures end the whole call at once instead of letting the other tries go on. The default
    * treats the permanent kinds (`invalid`, `unauthorized`, `forbidden`, `not_found`, `conflict`)
@@ -39,18 +47,28 @@ export interface HedgeOptions<V = never> {
    * the next try without waiting out `delayMs`.
    * @default (error) => classify(error) is invalid, unauthorized, forbidden, not_found or conflict
    */
-  readonly isFatal?: (error: unknown) => boolean;
+  readonly isFatal?: ((error: unknown) => boolean) | undefined;
   /**
    * A shared {@link RetryBudget}: every hedge (each try after the first) withdraws one retry; a
    * refused hedge is not started, and no further hedge starts in that call. Each successful call
    * deposits one success.
    */
-  readonly budget?: RetryBudget;
+  readonly budget?: RetryBudget | undefined;
   /** @default systemClock */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
   /** Called when a hedge starts. */
-  readonly onHedge?: Listener<HedgeEvent>;
+  readonly onHedge?: Listener<HedgeEvent> | undefined;
 }
+
+const hedgeOptionKeys = optionKeys<HedgeOptions>({
+  attempts: true,
+  delayMs: true,
+  variants: true,
+  isFatal: true,
+  budget: true,
+  clock: true,
+  onHedge: true,
+});
 
 /**
  * A hedging policy (a {@link Policy}, so it composes in `pipeline(...)`). `execute` resolves with
@@ -60,13 +78,14 @@ export interface HedgeOptions<V = never> {
 export type HedgePolicy<V = never> = {
   /**
    * Runs the hedged call (see {@link hedge}). With `variants`, the variants run and `operation`
-   * is not called. Rejects with the fatal or last failure, or the caller's abort reason; throws a
-   * `TypeError` (as a rejection) for a non-function operation or a NaN deadline.
+   * is not called. Rejects with the fatal or last failure, or the caller's abort reason; rejects
+   * with a `TypeError` (never a synchronous throw) for a non-function operation, a `signal` that
+   * is not an `AbortSignal` or a NaN deadline, before any try starts.
    */
   execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T | V>;
   /** Subscribes to started hedges; returns a disposer. */
   onHedge(listener: Listener<HedgeEvent>): Disposer;
-} & Policy;
+} & Policy<V>;
 
 const fatalKinds: ReadonlySet<Kind> = new Set<Kind>([
   'invalid',
@@ -84,7 +103,7 @@ class Hedge extends BasePolicy {
 
   constructor(options: HedgeOptions<unknown> | undefined) {
     super();
-    const o = optionsObject('hedge options', options);
+    const o = optionsObject('hedge options', options, hedgeOptionKeys);
     const variants = o.variants === undefined ? undefined : variantsOption(o.variants);
     let attempts: number;
     if (variants === undefined) attempts = positiveInteger('attempts', o.attempts ?? 2);
@@ -160,7 +179,8 @@ function variantsOption(value: unknown): readonly Operation<unknown>[] {
  * - **Budget.** With `budget`, each hedge withdraws a retry; when refused, no more hedges start.
  *
  * Each try gets its own signal (a child of the caller's), created only if the try reads it; the
- * stagger timer is cleared when the call settles. `attempts: 1` is a plain call. Throws a
+ * call holds one subscription to the caller's signal, and concurrent calls sharing that signal
+ * share one real listener on it. The stagger timer is cleared when the call settles. `attempts: 1` is a plain call. Throws a
  * `TypeError` for invalid options.
  *
  * @example

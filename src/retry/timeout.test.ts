@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { systemClock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
 import { isTimeoutError, TimeoutError } from '../core/errors.js';
 import { FakeClock } from '../testing/fake-clock.js';
@@ -210,3 +211,85 @@ describe('timeout bad input', () => {
     expect(() => timeout(ms, options as never)).toThrow(message);
   });
 });
+
+describe('timeout: every deadline fires on time', () => {
+  it('a caller deadline earlier than a settled call’s deadline is enforced at its own time', async () => {
+    const clock = new FakeClock();
+    const policy = timeout(1_000, { clock });
+    await expect(policy.execute(() => 'fast')).resolves.toBe('fast');
+    let rejectedAt: number | undefined;
+    const call = policy.execute(honoursSignal, { deadline: clock.now() + 50 }).catch((error: unknown) => {
+      rejectedAt = clock.now();
+      return error;
+    });
+    await clock.advance(49);
+    expect(rejectedAt).toBeUndefined();
+    await clock.advance(1);
+    expect(rejectedAt).toBe(50);
+    expect(isTimeoutError(await call)).toBe(true);
+  });
+});
+
+describe.each(['cooperative', 'aggressive'] as const)(
+  'timeout (%s): after the deadline the outcome is the timeout',
+  (mode) => {
+    it('a failure at the deadline, before the deadline timer fired, is a TimeoutError with the failure as cause', async () => {
+      const clock = new FakeClock();
+      const late = new Error('late failure');
+      // Due at the deadline and set before the policy's timer, so it fires first in the same instant.
+      const gate = clock.sleep(100);
+      const call = timeout(100, { clock, mode })
+        .execute(async () => {
+          await gate;
+          throw late;
+        })
+        .catch((error: unknown) => error);
+      await clock.advance(100);
+      const error = (await call) as TimeoutError;
+      expect(isTimeoutError(error)).toBe(true);
+      expect(error.cause).toBe(late);
+    });
+
+    it('a failure just before the deadline stays the raw error', async () => {
+      const clock = new FakeClock();
+      const early = new Error('early failure');
+      const call = timeout(100, { clock, mode })
+        .execute(async () => {
+          await clock.sleep(99);
+          throw early;
+        })
+        .catch((error: unknown) => error);
+      await clock.advance(100);
+      expect(await call).toBe(early);
+    });
+
+    it('1,000 concurrent calls on timeout(2) on the real clock: every failure after the deadline is a TimeoutError', async () => {
+      const policy = timeout(2, { mode });
+      const late = new Error('late failure');
+      const calls = Array.from({ length: 1_000 }, async () => {
+        let failedAfterDeadline = false;
+        let opEnded!: Promise<void>;
+        const error = await policy
+          .execute((ctx) => {
+            opEnded = systemClock.sleep(5); // ignores its signal
+            return opEnded.then(() => {
+              failedAfterDeadline = systemClock.now() >= ctx.deadline!;
+              throw late;
+            });
+          })
+          .catch((e: unknown) => e);
+        await opEnded; // aggressive mode settles first: wait for the operation's own end
+        return { failedAfterDeadline, error };
+      });
+      const results = await Promise.all(calls);
+      // Aggressive settled at the deadline (no cause); cooperative waited and wraps the late error.
+      const timedOut = (error: unknown): boolean =>
+        isTimeoutError(error) && (mode === 'aggressive' || error.cause === late);
+      const wrong = results.filter(
+        ({ failedAfterDeadline, error }) => failedAfterDeadline && !timedOut(error),
+      );
+      expect(wrong).toHaveLength(0);
+      expect(results.some((r) => r.failedAfterDeadline)).toBe(true);
+    });
+  },
+);

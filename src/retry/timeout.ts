@@ -3,7 +3,7 @@ import type { Context } from '../core/context.js';
 import type { Outcome } from '../core/outcome.js';
 import { BasePolicy, runStep, type Step } from '../core/policy.js';
 import { TimeLimit } from '../core/time-limit.js';
-import { isClock, oneOf, optionsObject, positive } from '../core/validate.js';
+import { isClock, oneOf, optionKeys, optionsObject, positive } from '../core/validate.js';
 
 /** How a {@link timeout} treats an operation that is still running at the deadline. */
 export type TimeoutMode = 'cooperative' | 'aggressive';
@@ -15,10 +15,12 @@ export interface TimeoutOptions {
    * reject at the deadline without waiting, even if the operation ignores its signal.
    * @default 'cooperative'
    */
-  readonly mode?: TimeoutMode;
+  readonly mode?: TimeoutMode | undefined;
   /** @default systemClock */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
 }
+
+const timeoutOptionKeys = optionKeys<TimeoutOptions>({ mode: true, clock: true });
 
 /** A timeout policy. Create one with {@link timeout}. */
 export class TimeoutPolicy extends BasePolicy {
@@ -32,7 +34,7 @@ export class TimeoutPolicy extends BasePolicy {
   ) {
     super();
     positive('ms', ms);
-    const o = optionsObject('timeout options', options);
+    const o = optionsObject('timeout options', options, timeoutOptionKeys);
     const aggressive =
       oneOf<TimeoutMode>('mode', o.mode ?? 'cooperative', ['cooperative', 'aggressive']) === 'aggressive';
     const clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
@@ -55,9 +57,16 @@ export class TimeoutPolicy extends BasePolicy {
  * - `aggressive`: rejects with `TimeoutError` at the deadline (or with the caller's abort reason
  *   when the caller aborts) even if the operation ignores its signal; the signal still aborts.
  *
+ * In both modes a failure once the deadline has passed is the timeout, even if the timer has not
+ * fired yet (a loaded event loop); a caller's abort reaches the operation's signal and every
+ * policy inside at once (a retry inside stops, a call queued in a bulkhead inside never runs);
+ * and every call's deadline fires at its own time, whatever order calls arrive in.
+ *
  * A call that ends in time creates no AbortController unless the operation reads its signal,
  * never calls `abort()`, and starts no timer of its own: the policy's calls share one timer.
- * Throws a `TypeError` for `ms` ≤ 0, NaN or Infinity, or a bad `mode`.
+ * Calls sharing one caller signal put one abort listener on it between them.
+ * Throws a `TypeError` for `ms` ≤ 0, NaN or Infinity, or a bad `mode`; `execute` rejects with a
+ * `TypeError` (never throws) for a `signal` that is not an `AbortSignal`.
  *
  * @example
  * const policy = timeout(2_000);
