@@ -4,7 +4,7 @@ import type { Context, Operation } from '../core/context.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { failure, type Outcome } from '../core/outcome.js';
 import { BasePolicy, type ExecuteOptions, isThenable, openEdge, runStep, type Step } from '../core/policy.js';
-import { TimeLimit } from '../core/time-limit.js';
+import { TimeLimit, timeoutError } from '../core/time-limit.js';
 import { CircuitOpenError } from './errors.js';
 import {
   type CircuitBreakerOptions,
@@ -66,7 +66,8 @@ export class CircuitBreakerPolicy extends BasePolicy {
       o.failureRate !== undefined || o.slowRate !== undefined
         ? new OutcomeWindow(o.clock, o.windowMs)
         : undefined;
-    this.limit = o.callTimeoutMs === undefined ? undefined : new TimeLimit(o.clock, false);
+    this.limit =
+      o.callTimeoutMs === undefined ? undefined : new TimeLimit(o.clock, o.callTimeoutMode === 'aggressive');
     if (options?.onStateChange !== undefined) this.onStateChange(options.onStateChange);
     if (options?.onRejected !== undefined) this.onRejected(options.onRejected);
     const initial = o.initialState;
@@ -78,9 +79,12 @@ export class CircuitBreakerPolicy extends BasePolicy {
     }
   }
 
-  /** The current state (an open circuit whose reset time has passed reads as half-open). */
+  /**
+   * The current state: a pure read that changes nothing and fires nothing. An open circuit whose
+   * reset timeout has passed still reads `'open'` until the next call half-opens it (as in
+   * resilience4j), so `state` always matches the last `onStateChange`.
+   */
   get state(): CircuitState {
-    if (this.current === 'open' && this.clock.now() >= this.openUntil) this.transition('half-open');
     return this.current;
   }
 
@@ -112,7 +116,7 @@ export class CircuitBreakerPolicy extends BasePolicy {
    * not saved: a restored breaker judges rates afresh.
    */
   toJSON(): CircuitSnapshot {
-    const state = this.state;
+    const state = this.current;
     const base = { state, consecutiveFailures: this.consecutiveFailures, reopenCount: this.reopenCount };
     return state === 'open' ? { ...base, openUntil: this.openUntil } : base;
   }
@@ -166,11 +170,23 @@ export class CircuitBreakerPolicy extends BasePolicy {
     const probe = this.current === 'half-open';
     const generation = this.generation;
     const timedSlow = this.o.slowRate !== undefined;
-    const startedAt = timedSlow ? this.clock.now() : 0;
     const limit = this.limit;
-    const running = limit === undefined ? next(context) : limit.run(next, context, this.callTimeoutMs!);
-    return running.then((outcome) => {
-      const slow = timedSlow && this.clock.now() - startedAt >= this.o.slowCallMs;
+    // A cooperative call timeout returns a late value; the breaker fails it, so it needs the times.
+    const cooperative = limit !== undefined && this.o.callTimeoutMode === 'cooperative';
+    const startedAt = timedSlow || cooperative ? this.clock.now() : 0;
+    const ms = limit === undefined ? 0 : this.callTimeoutMs!;
+    const running = limit === undefined ? next(context) : limit.run(next, context, ms);
+    return running.then((result) => {
+      let outcome = result;
+      const endedAt = timedSlow || cooperative ? this.clock.now() : 0;
+      if (cooperative && outcome.ok) {
+        const inherited = context.deadline;
+        const own = startedAt + ms;
+        const deadline = inherited !== undefined && inherited < own ? inherited : own;
+        // Past its call timeout: a timeout failure whatever the operation returned.
+        if (endedAt >= deadline) outcome = failure(timeoutError(ms, deadline - startedAt));
+      }
+      const slow = timedSlow && endedAt - startedAt >= this.o.slowCallMs;
       this.settle(generation, probe, outcome.ok ? Verdict.Success : this.judge(outcome.error, context), slow);
       return outcome;
     });
@@ -205,9 +221,20 @@ export class CircuitBreakerPolicy extends BasePolicy {
     return new CircuitOpenError(state, retryAfterMs);
   }
 
-  /** What a failed call says about the dependency. */
+  /**
+   * What a failed call says about the dependency. A call whose signal aborted is judged by the
+   * abort's reason: a deadline that passed (an outer timeout, `AbortSignal.timeout()`) is a timeout
+   * failure; any other abort is the caller's own cancel and says nothing.
+   */
   private judge(error: unknown, context: Context): Verdict {
-    if (context.signal.aborted) return Verdict.None;
+    const signal = context.signal;
+    if (!signal.aborted) return this.judgeError(error);
+    const reason: unknown = signal.reason;
+    return classify(reason) === 'timeout' ? this.judgeError(reason) : Verdict.None;
+  }
+
+  /** What an error says about the dependency, by `isFailure` or by kind. */
+  private judgeError(error: unknown): Verdict {
     const isFailure = this.o.isFailure;
     if (isFailure !== undefined) {
       try {
@@ -286,15 +313,22 @@ export class CircuitBreakerPolicy extends BasePolicy {
  *   sliding time window, and/or a slow-call rate (`slowCallMs` + `slowCallRate`).
  * - Only failures of kind `transient`, `timeout`, `unavailable`, `overloaded` or `internal` count
  *   (override with `isFailure`). A 4xx or a conflict means the dependency answered: it counts as a
- *   success, never as a failure. A call whose caller aborted counts as nothing.
+ *   success, never as a failure. A call that ended because a deadline passed (its signal aborted
+ *   with a timeout: an outer `timeout`, a deadline, `callTimeoutMs`) is a timeout failure; only a
+ *   caller's own cancel counts as nothing.
  * - Open: refuses at once with {@link CircuitOpenError} (kind `unavailable`, `retryAfterMs` = time
  *   until half-open), without calling the operation.
  * - Half-open: exactly `halfOpenProbes` concurrent probes; others refused at once, not queued.
  *   `successThreshold` successes close it; any probe failure re-opens it, for
  *   `resetTimeoutMs × resetBackoff^reopens` (capped by `maxResetTimeoutMs`). A probe aborted by its
  *   caller frees its slot.
- * - `callTimeoutMs`: each admitted call runs under a cooperative timeout that stretches to
- *   `callTimeoutMs × (1 + consecutiveFailures / 10)` (capped) while failures accumulate.
+ * - `callTimeoutMs`: each admitted call runs under a timeout that stretches to
+ *   `callTimeoutMs × (1 + consecutiveFailures / 10)` (capped) while failures accumulate. A call
+ *   past it fails with `TimeoutError` and counts as a failure whatever it returns later; by
+ *   default (`callTimeoutMode: 'aggressive'`) it rejects at the limit, `'cooperative'` waits for the
+ *   operation to settle first.
+ * - `state`, `toJSON()` and `callTimeoutMs` are pure reads: an open circuit past its reset
+ *   timeout reads `'open'` until the next call half-opens it.
  *
  * Throws a `TypeError` naming the option for invalid options.
  *

@@ -18,7 +18,7 @@ export class CircuitOpenError extends RejectedError {
         : state === 'half-open'
           ? 'circuit half-open: every probe slot is taken'
           : 'circuit isolated: calls refused until reset()',
-      { code: 'ERR_CIRCUIT_OPEN', kind: 'unavailable', retryAfterMs },
+      { code: 'ERR_CIRCUIT_OPEN', kind: 'unavailable', retryAfterMs, expose: true },
     );
     this.state = state;
   }

@@ -6,6 +6,8 @@ import {
   isClock,
   isFunction,
   nonNegative,
+  oneOf,
+  optionKeys,
   optionsObject,
   positive,
   positiveInteger,
@@ -16,6 +18,9 @@ import type { RateRule } from './window.js';
 /** The states of a circuit breaker. */
 export type CircuitState = 'closed' | 'open' | 'half-open' | 'isolated';
 
+/** How the breaker's `callTimeoutMs` treats a call still running at its limit. */
+export type CallTimeoutMode = 'aggressive' | 'cooperative';
+
 /** Trip on the share of failed calls in a sliding time window. */
 export interface FailureRateOptions {
   /** Share of failed calls (0 < threshold ≤ 1) that opens the circuit, e.g. 0.5. */
@@ -23,8 +28,14 @@ export interface FailureRateOptions {
   /** The sliding window, kept in 10 buckets. */
   readonly windowMs: number;
   /** Fewest calls in the window before the rate is judged at all. @default 20 */
-  readonly minimumThroughput?: number;
+  readonly minimumThroughput?: number | undefined;
 }
+
+const failureRateOptionKeys = optionKeys<FailureRateOptions>({
+  threshold: true,
+  windowMs: true,
+  minimumThroughput: true,
+});
 
 /** A state change. */
 export interface StateChangeEvent {
@@ -44,7 +55,7 @@ export interface CircuitSnapshot {
   /** Failures since the last success. */
   readonly consecutiveFailures: number;
   /** While open: when it half-opens (absolute time on the clock; epoch ms for `systemClock`). */
-  readonly openUntil?: number;
+  readonly openUntil?: number | undefined;
   /** Re-opens since the last close (drives `resetBackoff`). */
   readonly reopenCount: number;
 }
@@ -55,46 +66,76 @@ export interface CircuitBreakerOptions {
    * Open after this many consecutive failed calls. Without `failureRate` (or a slow-call rule) it
    * defaults to 5; with both, either rule opens it.
    */
-  readonly failureThreshold?: number;
+  readonly failureThreshold?: number | undefined;
   /** Open when the share of failed calls in a sliding time window reaches `threshold`. */
-  readonly failureRate?: FailureRateOptions;
+  readonly failureRate?: FailureRateOptions | undefined;
   /** A call at least this slow counts as slow (for `slowCallRate`), even when it succeeds. */
-  readonly slowCallMs?: number;
+  readonly slowCallMs?: number | undefined;
   /**
    * Open when the share of slow calls reaches this (0 < rate ≤ 1), judged over `failureRate`'s
    * window and minimum throughput (or a 10 s window and 20 calls without `failureRate`).
    */
-  readonly slowCallRate?: number;
+  readonly slowCallRate?: number | undefined;
   /** How long it stays open before half-opening. @default 10_000 */
-  readonly resetTimeoutMs?: number;
+  readonly resetTimeoutMs?: number | undefined;
   /** Each consecutive re-open multiplies the open time by this (≥ 1). @default 1 */
-  readonly resetBackoff?: number;
+  readonly resetBackoff?: number | undefined;
   /** Ceiling of the open time under `resetBackoff`. @default 16 × resetTimeoutMs */
-  readonly maxResetTimeoutMs?: number;
+  readonly maxResetTimeoutMs?: number | undefined;
   /** Concurrent probes admitted while half-open; every other caller is refused at once. @default 1 */
-  readonly halfOpenProbes?: number;
+  readonly halfOpenProbes?: number | undefined;
   /** Probe successes that close it. @default 1 */
-  readonly successThreshold?: number;
+  readonly successThreshold?: number | undefined;
   /**
    * Each admitted call's time limit; while consecutive failures accumulate it stretches to
    * `callTimeoutMs × (1 + failures / 10)`, capped by `maxCallTimeoutMs`. A caller's earlier
-   * deadline always wins. @default none
+   * deadline always wins. A call past it fails with `TimeoutError` and is a timeout failure,
+   * whatever the operation returns later (see `callTimeoutMode`). @default none
    */
-  readonly callTimeoutMs?: number;
+  readonly callTimeoutMs?: number | undefined;
   /** Cap of the stretched call timeout. @default 3 × callTimeoutMs */
-  readonly maxCallTimeoutMs?: number;
+  readonly maxCallTimeoutMs?: number | undefined;
+  /**
+   * `'aggressive'`: at the limit the call's signal aborts and the call rejects with `TimeoutError`
+   * at once, even if the operation ignores its signal (as opossum does). `'cooperative'`: the
+   * signal aborts and the breaker waits for the operation to settle, then rejects with
+   * `TimeoutError` all the same (a late failure is its `cause`, a late value is dropped), so no
+   * work outlives the call. Needs `callTimeoutMs`. @default 'aggressive'
+   */
+  readonly callTimeoutMode?: CallTimeoutMode | undefined;
   /**
    * Which errors count as failures. @default kinds `transient`, `timeout`, `unavailable`,
    * `overloaded`, `internal`; never a caller abort.
    */
-  readonly isFailure?: (error: unknown) => boolean;
+  readonly isFailure?: ((error: unknown) => boolean) | undefined;
   /** Restores a state saved with `toJSON()`. */
-  readonly initialState?: CircuitSnapshot;
+  readonly initialState?: CircuitSnapshot | undefined;
   /** @default systemClock */
-  readonly clock?: Clock;
-  readonly onStateChange?: Listener<StateChangeEvent>;
-  readonly onRejected?: Listener<RejectedEvent>;
+  readonly clock?: Clock | undefined;
+  readonly onStateChange?: Listener<StateChangeEvent> | undefined;
+  readonly onRejected?: Listener<RejectedEvent> | undefined;
 }
+
+/** The option names `circuitBreaker` accepts (any other is refused). */
+export const circuitBreakerOptionKeys: ReadonlySet<string> = optionKeys<CircuitBreakerOptions>({
+  failureThreshold: true,
+  failureRate: true,
+  slowCallMs: true,
+  slowCallRate: true,
+  resetTimeoutMs: true,
+  resetBackoff: true,
+  maxResetTimeoutMs: true,
+  halfOpenProbes: true,
+  successThreshold: true,
+  callTimeoutMs: true,
+  maxCallTimeoutMs: true,
+  callTimeoutMode: true,
+  isFailure: true,
+  initialState: true,
+  clock: true,
+  onStateChange: true,
+  onRejected: true,
+});
 
 /** Options after validation and defaults. */
 export interface ResolvedOptions {
@@ -110,6 +151,7 @@ export interface ResolvedOptions {
   readonly successThreshold: number;
   readonly callTimeoutMs: number | undefined;
   readonly maxCallTimeoutMs: number;
+  readonly callTimeoutMode: CallTimeoutMode;
   readonly isFailure: ((error: unknown) => boolean) | undefined;
   readonly initialState: CircuitSnapshot | undefined;
   readonly clock: Clock;
@@ -119,12 +161,12 @@ const states: readonly CircuitState[] = ['closed', 'open', 'half-open', 'isolate
 
 /** Validates `circuitBreaker` options; throws a TypeError naming the first bad option. */
 export function resolveOptions(options: CircuitBreakerOptions | undefined): ResolvedOptions {
-  const o = optionsObject('circuitBreaker options', options);
+  const o = optionsObject('circuitBreaker options', options, circuitBreakerOptionKeys);
   let failureRate: RateRule | undefined;
   let windowMs = 10_000;
   let minimumThroughput = 20;
   if (o.failureRate !== undefined) {
-    const rate = optionsObject('failureRate', o.failureRate);
+    const rate = optionsObject('failureRate', o.failureRate, failureRateOptionKeys);
     const threshold = inRange('failureRate.threshold', rate.threshold, Number.MIN_VALUE, 1);
     windowMs = positive('failureRate.windowMs', rate.windowMs);
     minimumThroughput = positiveInteger('failureRate.minimumThroughput', rate.minimumThroughput ?? 20);
@@ -154,8 +196,10 @@ export function resolveOptions(options: CircuitBreakerOptions | undefined): Reso
   }
   const callTimeoutMs =
     o.callTimeoutMs === undefined ? undefined : positive('callTimeoutMs', o.callTimeoutMs);
-  if (o.maxCallTimeoutMs !== undefined && callTimeoutMs === undefined) {
-    throw new TypeError('expected "callTimeoutMs" with "maxCallTimeoutMs"');
+  for (const name of ['maxCallTimeoutMs', 'callTimeoutMode'] as const) {
+    if (o[name] !== undefined && callTimeoutMs === undefined) {
+      throw new TypeError(`expected "callTimeoutMs" with "${name}"`);
+    }
   }
   const maxCallTimeoutMs =
     callTimeoutMs === undefined
@@ -179,6 +223,10 @@ export function resolveOptions(options: CircuitBreakerOptions | undefined): Reso
     successThreshold: positiveInteger('successThreshold', o.successThreshold ?? 1),
     callTimeoutMs,
     maxCallTimeoutMs,
+    callTimeoutMode: oneOf<CallTimeoutMode>('callTimeoutMode', o.callTimeoutMode ?? 'aggressive', [
+      'aggressive',
+      'cooperative',
+    ]),
     isFailure: o.isFailure === undefined ? undefined : isFunction('isFailure', o.isFailure),
     initialState: o.initialState === undefined ? undefined : snapshot(o.initialState),
     clock: o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock),

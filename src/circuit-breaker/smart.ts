@@ -2,53 +2,83 @@ import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
 import type { Outcome } from '../core/outcome.js';
 import { BasePolicy, runStep, type Step } from '../core/policy.js';
-import { optionsObject } from '../core/validate.js';
+import { optionKeys, optionsObject, positive } from '../core/validate.js';
 import { type Backoff, exponentialJitter } from '../retry/backoff.js';
 import type { RetryBudget } from '../retry/budget.js';
 import { type RetryPolicy, retry } from '../retry/retry.js';
+import { type TimeoutPolicy, timeout } from '../retry/timeout.js';
 import { type CircuitBreakerPolicy, circuitBreaker } from './circuit-breaker.js';
-import type { CircuitBreakerOptions } from './options.js';
-
-/** Options of {@link smartResilience}. Every default is {@link inferredResilient}'s. */
-export interface SmartResilienceOptions {
-  /** Total attempts per logical call, the first included. @default 4 */
-  readonly maxAttempts?: number;
-  /** @default exponentialJitter({ baseMs: 100, maxMs: 2_000 }) */
-  readonly backoff?: Backoff;
-  /** Failed logical calls in a row that open the breaker. @default 5 */
-  readonly failureThreshold?: number;
-  /** Open time before half-opening. @default 10_000 */
-  readonly resetTimeoutMs?: number;
-  /** The whole logical call's time limit, retries and backoffs included (stretched while failing). @default 3_000 */
-  readonly callTimeoutMs?: number;
-  /** A shared retry budget. */
-  readonly budget?: RetryBudget;
-  /** @default systemClock */
-  readonly clock?: Clock;
-  /** Any other breaker option (failureRate, halfOpenProbes, resetBackoff, onStateChange, ...). */
-  readonly breaker?: Omit<
-    CircuitBreakerOptions,
-    'failureThreshold' | 'resetTimeoutMs' | 'callTimeoutMs' | 'clock'
-  >;
-}
+import { type CircuitBreakerOptions, circuitBreakerOptionKeys } from './options.js';
 
 /**
- * The kind-driven composite: `breaker(retry(operation))`. Exposes its parts for telemetry
- * (`breaker.state`, `breaker.onStateChange`, `retry.onRetry`).
+ * Options of {@link smartResilience}. Every default is {@link inferredResilient}'s, except
+ * `attemptTimeoutMs` (none here, 1 s there).
+ */
+export interface SmartResilienceOptions {
+  /** Total attempts per logical call, the first included. @default 4 */
+  readonly maxAttempts?: number | undefined;
+  /** @default exponentialJitter({ baseMs: 100, maxMs: 2_000 }) */
+  readonly backoff?: Backoff | undefined;
+  /** Failed logical calls in a row that open the breaker. @default 5 */
+  readonly failureThreshold?: number | undefined;
+  /** Open time before half-opening. @default 10_000 */
+  readonly resetTimeoutMs?: number | undefined;
+  /** The whole logical call's time limit, retries and backoffs included (stretched while failing). @default 3_000 */
+  readonly callTimeoutMs?: number | undefined;
+  /**
+   * Each attempt's time limit, inside the retry: a hung attempt is cut at this limit (its signal
+   * aborts, it fails with `TimeoutError`) and retried while the call's time lasts. Rejects at the
+   * limit even if the operation ignores its signal, unless `breaker.callTimeoutMode` is
+   * `'cooperative'`, which then applies to both limits. @default none (`inferredResilient`: 1_000)
+   */
+  readonly attemptTimeoutMs?: number | undefined;
+  /** A shared retry budget. */
+  readonly budget?: RetryBudget | undefined;
+  /** @default systemClock */
+  readonly clock?: Clock | undefined;
+  /** Any other breaker option (failureRate, halfOpenProbes, resetBackoff, onStateChange, ...). */
+  readonly breaker?:
+    | Omit<CircuitBreakerOptions, 'failureThreshold' | 'resetTimeoutMs' | 'callTimeoutMs' | 'clock'>
+    | undefined;
+}
+
+const smartOptionKeys = optionKeys<SmartResilienceOptions>({
+  maxAttempts: true,
+  backoff: true,
+  failureThreshold: true,
+  resetTimeoutMs: true,
+  callTimeoutMs: true,
+  attemptTimeoutMs: true,
+  budget: true,
+  clock: true,
+  breaker: true,
+});
+/** The breaker options `breaker` may carry: all but those smartResilience sets itself. */
+const breakerOptionKeys: ReadonlySet<string> = new Set(
+  [...circuitBreakerOptionKeys].filter((key) => !smartOptionKeys.has(key)),
+);
+const inferredOptionKeys = optionKeys<{ clock?: unknown }>({ clock: true });
+
+/**
+ * The kind-driven composite: `breaker(retry(attemptTimeout?(operation)))`. Exposes its parts for
+ * telemetry (`breaker.state`, `breaker.onStateChange`, `retry.onRetry`).
  */
 export class SmartResiliencePolicy extends BasePolicy {
   /** The outer circuit breaker: one outcome per logical call. */
   readonly breaker: CircuitBreakerPolicy;
-  /** The inner retry. */
+  /** The retry inside the breaker. */
   readonly retry: RetryPolicy;
+  /** Each attempt's timeout, inside the retry; undefined without `attemptTimeoutMs`. */
+  readonly attemptTimeout: TimeoutPolicy | undefined;
 
   /** Use {@link smartResilience}. */
   constructor(options?: SmartResilienceOptions) {
     super();
-    const o = optionsObject('smartResilience options', options);
+    const o = optionsObject('smartResilience options', options, smartOptionKeys);
     const clock = o.clock;
+    const breakerOptions = optionsObject('breaker', o.breaker, breakerOptionKeys);
     this.breaker = circuitBreaker({
-      ...optionsObject('breaker', o.breaker),
+      ...breakerOptions,
       failureThreshold: o.failureThreshold ?? 5,
       resetTimeoutMs: o.resetTimeoutMs ?? 10_000,
       callTimeoutMs: o.callTimeoutMs ?? 3_000,
@@ -60,19 +90,31 @@ export class SmartResiliencePolicy extends BasePolicy {
       ...(o.budget === undefined ? {} : { budget: o.budget }),
       ...(clock === undefined ? {} : { clock }),
     });
+    this.attemptTimeout =
+      o.attemptTimeoutMs === undefined
+        ? undefined
+        : timeout(positive('attemptTimeoutMs', o.attemptTimeoutMs), {
+            mode: breakerOptions.callTimeoutMode ?? 'aggressive',
+            clock,
+          });
   }
 
   [runStep]<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
-    return this.breaker[runStep]((ctx: Context) => this.retry[runStep](next, ctx), context);
+    const attemptTimeout = this.attemptTimeout;
+    const attempt: Step<T> =
+      attemptTimeout === undefined ? next : (ctx: Context) => attemptTimeout[runStep](next, ctx);
+    return this.breaker[runStep]((ctx: Context) => this.retry[runStep](attempt, ctx), context);
   }
 }
 
 /**
- * Retry inside a circuit breaker, decided by error kind — `breaker(retry(operation))`:
+ * Retry inside a circuit breaker, decided by error kind — `breaker(retry(operation))`, or
+ * `breaker(retry(timeout(operation)))` with `attemptTimeoutMs`:
  *
  * - the breaker is OUTSIDE, so it sees one outcome per logical call (after its retries), and its
- *   `callTimeoutMs` bounds the whole call, backoffs included; an open breaker fails fast without
- *   reaching the retry;
+ *   `callTimeoutMs` bounds the whole call, every attempt and backoff together; an open breaker
+ *   fails fast without reaching the retry;
+ * - `attemptTimeoutMs` bounds each attempt: a hung attempt is cut and retried;
  * - permanent kinds (`invalid`, `unauthorized`, `forbidden`, `not_found`, `conflict`) fail on the
  *   first attempt, use no retries and never count against the breaker;
  * - `rate_limited` / `unavailable` errors that say how long to wait (`retryAfterMs`,
@@ -90,14 +132,15 @@ export function smartResilience(options?: SmartResilienceOptions): SmartResilien
 
 /**
  * Zero-config {@link smartResilience}: 4 attempts (3 retries) with exponential jitter from 100 ms
- * to 2 s; the breaker opens after 5 consecutive failed calls and half-opens after 10 s; each call
- * is bounded to 3 s. Only `clock` (for tests) can be set.
+ * to 2 s, each attempt bounded to 1 s (a hung attempt is cut and retried); the breaker opens after
+ * 5 consecutive failed calls and half-opens after 10 s; each call, all attempts together, is
+ * bounded to 3 s. Only `clock` (for tests) can be set.
  *
  * @example
  * const resilient = inferredResilient();
  * await resilient.execute(({ signal }) => fetch(url, { signal }).then(check));
  */
-export function inferredResilient(options?: { readonly clock?: Clock }): SmartResiliencePolicy {
-  const o = optionsObject('inferredResilient options', options);
-  return new SmartResiliencePolicy(o.clock === undefined ? undefined : { clock: o.clock });
+export function inferredResilient(options?: { readonly clock?: Clock | undefined }): SmartResiliencePolicy {
+  const o = optionsObject('inferredResilient options', options, inferredOptionKeys);
+  return new SmartResiliencePolicy({ attemptTimeoutMs: 1_000, clock: o.clock });
 }

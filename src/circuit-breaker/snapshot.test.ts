@@ -7,7 +7,7 @@ import type { CircuitOpenError } from './errors.js';
 const down = () => Promise.reject(new ResilienceError('down', { code: 'E', kind: 'unavailable' }));
 
 describe('circuitBreaker toJSON / initialState', () => {
-  it('round-trips an open circuit: still open with the same time left, then half-opens', async () => {
+  it('round-trips an open circuit: still open with the same time left, then the next call probes it', async () => {
     const clock = new FakeClock(1_000_000);
     const before = circuitBreaker({ clock, failureThreshold: 2, resetTimeoutMs: 5_000, resetBackoff: 2 });
     await before.execute(down).catch(() => {});
@@ -27,10 +27,11 @@ describe('circuitBreaker toJSON / initialState', () => {
     const refused = (await after.execute(() => 'x').catch((e: unknown) => e)) as CircuitOpenError;
     expect(refused.retryAfterMs).toBe(4_000);
     await clock.advance(4_000);
-    expect(after.state).toBe('half-open');
+    expect(after.state).toBe('open'); // until a call probes it
+    await after.execute(() => 'probe ok');
     expect(JSON.parse(JSON.stringify(after))).toEqual({
-      state: 'half-open',
-      consecutiveFailures: 2,
+      state: 'closed',
+      consecutiveFailures: 0,
       reopenCount: 0,
     });
   });

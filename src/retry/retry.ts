@@ -16,7 +16,14 @@ import {
   settle,
 } from '../core/policy.js';
 import { retryAfterOf } from '../core/retry-after.js';
-import { isClock, isFunction, nonNegative, optionsObject, positiveInteger } from '../core/validate.js';
+import {
+  isClock,
+  isFunction,
+  nonNegative,
+  optionKeys,
+  optionsObject,
+  positiveInteger,
+} from '../core/validate.js';
 import { type Backoff, backoffOption, exponentialJitter } from './backoff.js';
 import { RetryBudget } from './budget.js';
 
@@ -28,20 +35,39 @@ export interface RetryOptions {
    * `maxElapsedMs`.
    * @default 3
    */
-  readonly maxAttempts?: number;
+  readonly maxAttempts?: number | undefined;
   /** Delay before retry n. @default exponentialJitter({ baseMs: 100, maxMs: 10_000 }) */
-  readonly backoff?: Backoff;
+  readonly backoff?: Backoff | undefined;
   /** Stop retrying once the next attempt would start later than this after the first began. @default Infinity */
-  readonly maxElapsedMs?: number;
+  readonly maxElapsedMs?: number | undefined;
+  /**
+   * The longest wait a failure may ask for (its `retryAfterMs` or HTTP `Retry-After`) that the
+   * policy still waits out. A failure asking for more is not retried: the call fails at once with
+   * that error, unwrapped, so the caller still sees its `retryAfterMs` (`onGiveUp` reason
+   * `'retry-after'`). `Infinity` waits whatever is asked (the deadline and `maxElapsedMs` still apply).
+   * @default 60_000
+   */
+  readonly maxRetryAfterMs?: number | undefined;
   /** A shared {@link RetryBudget}; a refused retry fails fast with the original error. */
-  readonly budget?: RetryBudget;
+  readonly budget?: RetryBudget | undefined;
   /** @default systemClock */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
   /** Called before each backoff sleep. */
-  readonly onRetry?: Listener<RetryEvent>;
+  readonly onRetry?: Listener<RetryEvent> | undefined;
   /** Called when a retryable failure is not retried (attempts, time, deadline or budget spent). */
-  readonly onGiveUp?: Listener<GiveUpEvent>;
+  readonly onGiveUp?: Listener<GiveUpEvent> | undefined;
 }
+
+const retryOptionKeys = optionKeys<RetryOptions>({
+  maxAttempts: true,
+  backoff: true,
+  maxElapsedMs: true,
+  maxRetryAfterMs: true,
+  budget: true,
+  clock: true,
+  onRetry: true,
+  onGiveUp: true,
+});
 
 /** Emitted before each retry. */
 export interface RetryEvent {
@@ -59,9 +85,15 @@ export interface GiveUpEvent {
   readonly attempts: number;
   /** The last attempt's error. */
   readonly error: unknown;
-  /** Why: `attempts`, `elapsed`, `deadline`, or `budget` (the shared budget refused). */
-  readonly reason: GiveUpReason | 'budget';
+  /**
+   * Why: `attempts`, `elapsed`, `deadline`, `budget` (the shared budget refused) or `retry-after`
+   * (the failure asked for a longer wait than `maxRetryAfterMs`).
+   */
+  readonly reason: GiveUpReason | DeclineReason;
 }
+
+/** Why a retry was declined, the failure returned unwrapped: the retry never happened. */
+type DeclineReason = 'budget' | 'retry-after';
 
 /** Decides whether an error is worth another attempt. */
 export type RetryPredicate = (error: unknown, attempt: number) => boolean;
@@ -73,6 +105,7 @@ export class RetryPolicy extends BasePolicy {
   private readonly maxAttempts: number;
   private readonly backoff: Backoff;
   private readonly maxElapsedMs: number;
+  private readonly maxRetryAfterMs: number;
   private readonly budget: RetryBudget | undefined;
   private readonly clock: Clock;
   private readonly retried = new Listeners<RetryEvent>();
@@ -86,7 +119,7 @@ export class RetryPolicy extends BasePolicy {
     options: RetryOptions | undefined,
   ) {
     super();
-    const o = optionsObject('retry options', options);
+    const o = optionsObject('retry options', options, retryOptionKeys);
     this.maxAttempts = positiveInteger('maxAttempts', o.maxAttempts ?? 3, true);
     this.maxElapsedMs = nonNegative('maxElapsedMs', o.maxElapsedMs ?? Infinity, true);
     if (this.maxAttempts === Infinity && this.maxElapsedMs === Infinity) {
@@ -94,6 +127,8 @@ export class RetryPolicy extends BasePolicy {
         'expected "maxElapsedMs" to be finite when "maxAttempts" is Infinity, got Infinity',
       );
     }
+    this.maxRetryAfterMs =
+      o.maxRetryAfterMs === undefined ? 60_000 : nonNegative('maxRetryAfterMs', o.maxRetryAfterMs, true);
     this.backoff = o.backoff === undefined ? defaultBackoff : backoffOption(o.backoff);
     if (o.budget !== undefined && !(o.budget instanceof RetryBudget)) {
       throw new TypeError('expected "budget" to be a RetryBudget from retryBudget(), got something else');
@@ -203,7 +238,11 @@ export class RetryPolicy extends BasePolicy {
       const now = this.clock.now();
       let delay = this.backoff(attempt);
       const asked = retryAfterOf(error, now);
-      if (asked !== undefined && asked > delay) delay = asked;
+      if (asked !== undefined) {
+        // A wait asked from outside is bounded: never sleep for days because a server said so.
+        if (asked > this.maxRetryAfterMs) return this.decline(outcome, attempt, 'retry-after');
+        if (asked > delay) delay = asked;
+      }
       if (!(delay > 0)) delay = 0; // a NaN or negative custom backoff means "no wait"
       if (now - startedAt + delay > this.maxElapsedMs) return this.giveUp(attempt, 'elapsed', error);
       // Give up now rather than sleep into a deadline that leaves no room for another attempt
@@ -211,10 +250,8 @@ export class RetryPolicy extends BasePolicy {
       if (context.deadline !== undefined && now + delay + (now - attemptStartedAt) >= context.deadline) {
         return this.giveUp(attempt, 'deadline', error);
       }
-      if (this.budget !== undefined && !this.budget.tryWithdraw()) {
-        if (this.gaveUp.active) this.gaveUp.emit({ attempts: attempt, error, reason: 'budget' });
-        return outcome;
-      }
+      if (this.budget !== undefined && !this.budget.tryWithdraw())
+        return this.decline(outcome, attempt, 'budget');
       if (this.retried.active) this.retried.emit({ attempt, delayMs: delay, error });
       if (delay > 0) {
         try {
@@ -226,6 +263,14 @@ export class RetryPolicy extends BasePolicy {
       if (signal.aborted) return failure(signal.reason);
       if (timed) attemptStartedAt = this.clock.now();
     }
+  }
+
+  /** Stops without wrapping the failure: the caller gets it as it came (with its `retryAfterMs`). */
+  private decline<T>(outcome: Outcome<T>, attempts: number, reason: DeclineReason): Outcome<T> {
+    if (this.gaveUp.active) {
+      this.gaveUp.emit({ attempts, error: (outcome as { error: unknown }).error, reason });
+    }
+    return outcome;
   }
 
   private giveUp<T>(attempts: number, reason: GiveUpReason, error: unknown): Outcome<T> {
@@ -243,12 +288,13 @@ const everything: RetryPredicate = () => true;
  * caller's signal aborted, is returned at once, unchanged.
  *
  * Waits `max(backoff(n), error.retryAfterMs / Retry-After)` between attempts; an abort during
- * the wait ends it at once with the signal's reason. Gives up before sleeping when the deadline
+ * the wait ends it at once with the signal's reason. A failure asking for a wait longer than
+ * `maxRetryAfterMs` (default 60 s) is returned at once, unwrapped, never slept on. Gives up before sleeping when the deadline
  * cannot fit the wait plus another attempt as long as the last one.
  *
  * Fails with {@link RetriesExhaustedError} (`attempts`, `reason`, the last error as `cause`, its
  * kind) when attempts, `maxElapsedMs` or the deadline run out; with the original error when the
- * shared budget refuses. Throws a `TypeError` for invalid options.
+ * shared budget refuses or the asked wait exceeds `maxRetryAfterMs`. Throws a `TypeError` for invalid options.
  *
  * @example
  * const policy = retry({ maxAttempts: 4, backoff: exponentialJitter({ baseMs: 100, maxMs: 2_000 }) });
