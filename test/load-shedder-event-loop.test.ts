@@ -37,6 +37,21 @@ async function warmUp(shedder: LoadShedder): Promise<void> {
   await until(() => shedder.pressure.sampledAt !== first, 'the first timed sample');
 }
 
+describe('loadShedder right after a busy boot (live perf_hooks readings)', () => {
+  it('admits critical and low at once: the first readings cover no interval yet', () => {
+    // A busy boot: the CPU and the event loop flat out for ~200 ms before the shedder exists.
+    blockFor(200);
+    const shedder = loadShedder({
+      limits: { cpuPercent: 90, eventLoopUtilization: 0.9, eventLoopDelayMs: 100 },
+    });
+    shedders.push(shedder);
+    shedder.admit('critical')();
+    shedder.admit('low')();
+    expect(shedder.pressure.shedding).toEqual([]);
+    expect(shedder.pressure.readings).toEqual({ inFlight: 0 });
+  });
+});
+
 describe('loadShedder on a blocked event loop (live perf_hooks readings)', () => {
   it('sheds low while critical passes after the loop was blocked for 1 s', async () => {
     // low at 10 % of 5 s = 500 ms of p99 delay; critical only at 5 s.

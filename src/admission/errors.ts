@@ -19,6 +19,7 @@ export class ConcurrencyLimitError extends RejectedError {
     super(`concurrency limit reached: ${limit} call${limit === 1 ? '' : 's'} already in flight`, {
       code: 'ERR_CONCURRENCY_LIMIT',
       kind: 'overloaded',
+      expose: true,
     });
     this.limit = limit;
   }
@@ -63,7 +64,7 @@ export class BulkheadFullError extends RejectedError {
       reason === 'queue-full'
         ? `bulkhead full: ${limits.maxConcurrent} in flight and ${limits.maxQueue} queued`
         : `bulkhead queue timeout: no slot free after waiting ${limits.queueTimeoutMs} ms`,
-      { code: 'ERR_BULKHEAD_FULL', kind: 'overloaded' },
+      { code: 'ERR_BULKHEAD_FULL', kind: 'overloaded', expose: true },
     );
     this.reason = reason;
     this.maxConcurrent = limits.maxConcurrent;

@@ -34,15 +34,23 @@ function shedding(shedder: LoadShedder): Priority[] {
   return priorities.filter((p) => shedder.isShedding(p));
 }
 
-function make(options: Partial<LoadShedderOptions> & { readings?: SampledSignals } = {}) {
+/**
+ * A shedder on a FakeClock with a manual source, run for its first interval so that the windowed
+ * readings count (the sample taken at construction covers no interval yet).
+ */
+async function make({
+  readings,
+  ...options
+}: Partial<LoadShedderOptions> & { readings?: SampledSignals } = {}) {
   const clock = new FakeClock();
-  const src = manualSource(options.readings ?? {});
+  const src = manualSource(readings ?? {});
   const shedder = new LoadShedder({
     limits: { eventLoopDelayMs: 100 },
     source: src.source,
     clock,
     ...options,
   });
+  await clock.advance(options.intervalMs ?? 1_000);
   return { clock, src, shedder };
 }
 
@@ -55,7 +63,7 @@ describe('LoadShedder options', () => {
     ['options', 5, /"loadShedder options" to be an options object/],
     ['limits missing', { ...base, limits: undefined }, /"limits" to be an object, got undefined/],
     ['limits array', { ...base, limits: [1] }, /"limits" to be an options object/],
-    ['limits unknown key', { ...base, limits: { cpu: 50 } }, /"limits" to have only the keys .*got "cpu"/],
+    ['limits unknown key', { ...base, limits: { cpu: 50 } }, /unknown option "cpu" in limits/],
     ['limits empty', { ...base, limits: {} }, /"limits" to set at least one/],
     ['cpuPercent 0', { ...base, limits: { cpuPercent: 0 } }, /"limits.cpuPercent" to be a positive finite/],
     ['cpuPercent NaN', { ...base, limits: { cpuPercent: Number.NaN } }, /"limits.cpuPercent"/],
@@ -77,7 +85,11 @@ describe('LoadShedder options', () => {
     ['inFlight 1.5', { ...base, limits: { inFlight: 1.5 } }, /"limits.inFlight" to be a positive integer/],
     ['inFlight 0', { ...base, limits: { inFlight: 0 } }, /"limits.inFlight" to be a positive integer/],
     ['thresholds not object', { ...base, thresholds: 0.5 }, /"thresholds" to be an options object/],
-    ['thresholds unknown key', { ...base, thresholds: { urgent: 1 } }, /only the keys.*got "urgent"/],
+    [
+      'thresholds unknown key',
+      { ...base, thresholds: { urgent: 1 } },
+      /unknown option "urgent" in thresholds/,
+    ],
     ['threshold 0', { ...base, thresholds: { low: 0 } }, /"thresholds.low" to be a positive number/],
     ['threshold NaN', { ...base, thresholds: { high: Number.NaN } }, /"thresholds.high"/],
     [
@@ -114,8 +126,8 @@ describe('LoadShedder options', () => {
     expect(shedder.pressure.readings).toEqual({ inFlight: 0 });
   });
 
-  it('rejects an unknown priority in admit, isShedding and policy with a TypeError', () => {
-    const { shedder } = make();
+  it('rejects an unknown priority in admit, isShedding and policy with a TypeError', async () => {
+    const { shedder } = await make();
     for (const call of [
       () => shedder.admit('urgent' as Priority),
       () => shedder.isShedding(undefined as unknown as Priority),
@@ -127,8 +139,11 @@ describe('LoadShedder options', () => {
     expect(shedder.inFlight).toBe(0);
   });
 
-  it('accepts partial thresholds, and Infinity to never shed a priority', () => {
-    const { shedder } = make({ thresholds: { critical: Infinity }, readings: { eventLoopDelayMs: 10_000 } });
+  it('accepts partial thresholds, and Infinity to never shed a priority', async () => {
+    const { shedder } = await make({
+      thresholds: { critical: Infinity },
+      readings: { eventLoopDelayMs: 10_000 },
+    });
     expect(shedding(shedder)).toEqual(['high', 'normal', 'low']);
   });
 });
@@ -144,8 +159,8 @@ describe('LoadShedder thresholds per priority', () => {
     [99.9, ['high', 'normal', 'low']],
     [100, ['critical', 'high', 'normal', 'low']],
     [250, ['critical', 'high', 'normal', 'low']],
-  ])('a p99 delay of %d ms on a 100 ms limit sheds %j (defaults)', (delay, expected) => {
-    const { shedder } = make({ readings: { eventLoopDelayMs: delay } });
+  ])('a p99 delay of %d ms on a 100 ms limit sheds %j (defaults)', async (delay, expected) => {
+    const { shedder } = await make({ readings: { eventLoopDelayMs: delay } });
     expect(shedding(shedder)).toEqual(expected);
     expect(shedder.pressure.shedding).toEqual(expected);
     for (const p of priorities) {
@@ -155,8 +170,8 @@ describe('LoadShedder thresholds per priority', () => {
     expect(shedder.inFlight).toBe(0);
   });
 
-  it('refuses with a LoadShedError: kind overloaded, code, retryAfterMs, the signal and ratio', () => {
-    const { shedder } = make({ readings: { eventLoopDelayMs: 75 }, intervalMs: 250 });
+  it('refuses with a LoadShedError: kind overloaded, code, retryAfterMs, the signal and ratio', async () => {
+    const { shedder } = await make({ readings: { eventLoopDelayMs: 75 }, intervalMs: 250 });
     let error: unknown;
     try {
       shedder.admit('low');
@@ -181,15 +196,15 @@ describe('LoadShedder thresholds per priority', () => {
     expect(isLoadShedError(new Error('x'))).toBe(false);
   });
 
-  it('retryAfterMs defaults to the interval when it is longer than a second, and can be set', () => {
-    const long = make({ readings: { eventLoopDelayMs: 100 }, intervalMs: 5_000 }).shedder;
+  it('retryAfterMs defaults to the interval when it is longer than a second, and can be set', async () => {
+    const long = (await make({ readings: { eventLoopDelayMs: 100 }, intervalMs: 5_000 })).shedder;
     expect(() => long.admit('critical')).toThrow(expect.objectContaining({ retryAfterMs: 5_000 }));
-    const set = make({ readings: { eventLoopDelayMs: 100 }, retryAfterMs: 250 }).shedder;
+    const set = (await make({ readings: { eventLoopDelayMs: 100 }, retryAfterMs: 250 })).shedder;
     expect(() => set.admit('critical')).toThrow(expect.objectContaining({ retryAfterMs: 250 }));
   });
 
-  it('custom thresholds apply per priority', () => {
-    const { shedder, src, clock } = make({
+  it('custom thresholds apply per priority', async () => {
+    const { shedder, src, clock } = await make({
       thresholds: { critical: 0.99, high: 0.5, normal: 0.4, low: 0.1 },
       hysteresis: 0,
       readings: { eventLoopDelayMs: 10 },
@@ -199,8 +214,8 @@ describe('LoadShedder thresholds per priority', () => {
     return clock.advance(1_000).then(() => expect(shedding(shedder)).toEqual(['normal', 'low']));
   });
 
-  it('the signal furthest over its limit decides, and each signal without a limit is ignored', () => {
-    const { shedder } = make({
+  it('the signal furthest over its limit decides, and each signal without a limit is ignored', async () => {
+    const { shedder } = await make({
       limits: { cpuPercent: 100, heapUsedRatio: 0.9, eventLoopUtilization: 1 },
       readings: { cpuPercent: 20, heapUsedRatio: 0.72, eventLoopUtilization: 0.5, eventLoopDelayMs: 10_000 },
     });
@@ -232,7 +247,7 @@ describe('LoadShedder sampling', () => {
   });
 
   it('close() stops sampling, clears the timer, forgets the readings; calling it twice is harmless', async () => {
-    const { clock, src, shedder } = make({
+    const { clock, src, shedder } = await make({
       limits: { eventLoopDelayMs: 100, inFlight: 2 },
       readings: { eventLoopDelayMs: 200 },
     });
@@ -245,7 +260,7 @@ describe('LoadShedder sampling', () => {
     expect(shedding(shedder)).toEqual([]);
     expect(shedder.pressure).toMatchObject({ readings: { inFlight: 0 }, sampledAt: undefined, ratio: 0 });
     await clock.advance(10_000);
-    expect(src.source).toHaveBeenCalledTimes(1);
+    expect(src.source).toHaveBeenCalledTimes(2); // at construction and after the first interval
     // The in-flight limit is live and still applies.
     const a = shedder.admit('critical');
     shedder.admit('critical');
@@ -255,7 +270,7 @@ describe('LoadShedder sampling', () => {
   });
 
   it('a listener that closes the shedder during a sample leaves no timer behind', async () => {
-    const { clock, src, shedder } = make({ readings: { eventLoopDelayMs: 0 } });
+    const { clock, src, shedder } = await make({ readings: { eventLoopDelayMs: 0 } });
     shedder.onStateChange(() => shedder.close());
     src.set({ eventLoopDelayMs: 99 });
     await clock.advance(1_000);
@@ -277,6 +292,8 @@ describe('LoadShedder sampling', () => {
       },
       onSampleFailed: (e) => failures.push(e.error),
     });
+    expect(shedding(shedder)).toEqual([]); // the first interval is not over
+    await clock.advance(1_000);
     expect(shedding(shedder)).toEqual(['high', 'normal', 'low']);
     mode = 'throw';
     await clock.advance(1_000);
@@ -294,7 +311,7 @@ describe('LoadShedder sampling', () => {
   });
 
   it('invalid single readings (NaN, negative, Infinity, strings, throwing getters) count as unknown', async () => {
-    const { shedder, src, clock } = make({
+    const { shedder, src, clock } = await make({
       limits: { eventLoopDelayMs: 100, cpuPercent: 100 },
       readings: { eventLoopDelayMs: Number.NaN, cpuPercent: -5 },
     });
@@ -317,9 +334,44 @@ describe('LoadShedder sampling', () => {
   });
 });
 
+describe('LoadShedder first interval', () => {
+  it('a windowed reading at construction covers no interval: unknown, so nothing is shed, critical included', async () => {
+    const clock = new FakeClock();
+    // Flat out since boot: every windowed signal at 10× its limit, from the first call on.
+    const src = manualSource({ cpuPercent: 1_000, eventLoopDelayMs: 1_000, eventLoopUtilization: 1 });
+    const shedder = new LoadShedder({
+      limits: { cpuPercent: 100, eventLoopDelayMs: 100, eventLoopUtilization: 0.1 },
+      source: src.source,
+      clock,
+    });
+    expect(src.source).toHaveBeenCalledTimes(1);
+    shedder.admit('critical')();
+    shedder.admit('low')();
+    expect(shedder.pressure).toMatchObject({
+      readings: { inFlight: 0 },
+      ratio: 0,
+      signal: undefined,
+      shedding: [],
+    });
+    expect(shedder.pressure.readings).toEqual({ inFlight: 0 });
+    // The first timed sample covers one full interval: now it counts.
+    await clock.advance(999);
+    shedder.admit('critical')();
+    await clock.advance(1);
+    expect(shedding(shedder)).toEqual(priorities);
+    expect(() => shedder.admit('critical')).toThrow(LoadShedError);
+  });
+
+  it('a point reading (heapUsedRatio) counts at construction', async () => {
+    const { shedder } = await make({ limits: { heapUsedRatio: 0.5 }, readings: { heapUsedRatio: 0.5 } });
+    expect(shedding(shedder)).toEqual(priorities);
+    expect(shedder.pressure.readings).toEqual({ heapUsedRatio: 0.5, inFlight: 0 });
+  });
+});
+
 describe('LoadShedder hysteresis', () => {
   it('a priority shed at its threshold stays shed until every signal falls below threshold − hysteresis', async () => {
-    const { shedder, src, clock } = make({ readings: { eventLoopDelayMs: 70 } });
+    const { shedder, src, clock } = await make({ readings: { eventLoopDelayMs: 70 } });
     expect(shedding(shedder)).toEqual(['low']);
     for (const delay of [69, 66, 65]) {
       src.set({ eventLoopDelayMs: delay });
@@ -336,7 +388,7 @@ describe('LoadShedder hysteresis', () => {
 
   it('a reading that hovers around a threshold does not flap', async () => {
     const changes: unknown[] = [];
-    const { src, clock } = make({
+    const { src, clock } = await make({
       readings: { eventLoopDelayMs: 50 },
       onStateChange: (e) => changes.push(e),
     });
@@ -348,7 +400,7 @@ describe('LoadShedder hysteresis', () => {
   });
 
   it('with two signals, a priority returns only when both are below the band', async () => {
-    const { shedder, src, clock } = make({
+    const { shedder, src, clock } = await make({
       limits: { eventLoopDelayMs: 100, cpuPercent: 100 },
       readings: { eventLoopDelayMs: 90, cpuPercent: 90 },
     });
@@ -365,7 +417,7 @@ describe('LoadShedder hysteresis', () => {
   });
 
   it('hysteresis 0 sheds exactly at the threshold, both ways', async () => {
-    const { shedder, src, clock } = make({ hysteresis: 0, readings: { eventLoopDelayMs: 70 } });
+    const { shedder, src, clock } = await make({ hysteresis: 0, readings: { eventLoopDelayMs: 70 } });
     expect(shedding(shedder)).toEqual(['low']);
     src.set({ eventLoopDelayMs: 69.99 });
     await clock.advance(1_000);
@@ -381,7 +433,7 @@ describe('LoadShedder hysteresis', () => {
         }),
         fc.double({ min: 0, max: 0.3, noNaN: true }),
         async (delays, hysteresis) => {
-          const { shedder, src, clock } = make({ hysteresis, readings: { eventLoopDelayMs: 0 } });
+          const { shedder, src, clock } = await make({ hysteresis, readings: { eventLoopDelayMs: 0 } });
           const thresholds = [1, 0.92, 0.85, 0.7];
           const model = [false, false, false, false];
           for (const delay of delays) {
@@ -405,8 +457,8 @@ describe('LoadShedder hysteresis', () => {
 });
 
 describe('LoadShedder in-flight limit', () => {
-  it('is live and per priority: at most ⌊threshold × limit⌋ in flight after admission; release frees a slot once', () => {
-    const { shedder } = make({ limits: { inFlight: 10 } });
+  it('is live and per priority: at most ⌊threshold × limit⌋ in flight after admission; release frees a slot once', async () => {
+    const { shedder } = await make({ limits: { inFlight: 10 } });
     // low ⌊7⌋, normal ⌊8.5⌋ = 8, high ⌊9.2⌋ = 9, critical 10
     const releases = Array.from({ length: 7 }, () => shedder.admit('low'));
     expect(() => shedder.admit('low')).toThrow(
@@ -430,7 +482,7 @@ describe('LoadShedder in-flight limit', () => {
   });
 
   it('the policy counts a call in flight until it settles, however it ends, and refuses without running it', async () => {
-    const { shedder } = make({ limits: { inFlight: 1 }, thresholds: { low: 1, normal: 1, high: 1 } });
+    const { shedder } = await make({ limits: { inFlight: 1 }, thresholds: { low: 1, normal: 1, high: 1 } });
     const policy = shedder.policy('normal');
     expect(shedder.policy('normal')).toBe(policy);
     expect(policy.priority).toBe('normal');
@@ -482,7 +534,7 @@ describe('LoadShedder in-flight limit', () => {
   });
 
   it('the policy rejects a non-function operation with a TypeError and counts nothing', async () => {
-    const { shedder } = make({ limits: { inFlight: 1 } });
+    const { shedder } = await make({ limits: { inFlight: 1 } });
     await expect(shedder.policy('critical').execute(42 as never)).rejects.toThrow(
       /"operation" to be a function, got 42/,
     );
@@ -490,7 +542,7 @@ describe('LoadShedder in-flight limit', () => {
   });
 
   it('the policy composes in a pipeline and shares the count with admit()', async () => {
-    const { shedder } = make({ limits: { inFlight: 2 }, thresholds: { low: 1, normal: 1, high: 1 } });
+    const { shedder } = await make({ limits: { inFlight: 2 }, thresholds: { low: 1, normal: 1, high: 1 } });
     const release = shedder.admit('high');
     const g = deferred<string>();
     const call = pipeline(shedder.policy('low')).execute(() => g.promise);
@@ -555,12 +607,72 @@ describe('LoadShedder in-flight limit', () => {
   });
 });
 
+describe('LoadShedder in-flight reported by the source', () => {
+  it('uses the larger of the reported count and its own, at once (a point reading) and on every sample', async () => {
+    const clock = new FakeClock();
+    const src = manualSource({ inFlight: 9 });
+    const shedder = new LoadShedder({ limits: { inFlight: 10 }, source: src.source, clock });
+    expect(clock.pendingTimers).toBe(1);
+    // low ⌊7⌋, normal 8, high 9, critical 10: 9 reported process-wide.
+    expect(() => shedder.admit('low')).toThrow(
+      expect.objectContaining({ signal: 'inFlight', priority: 'low', ratio: 0.9 }),
+    );
+    expect(() => shedder.admit('high')).toThrow(expect.objectContaining({ signal: 'inFlight' }));
+    const release = shedder.admit('critical');
+    expect(shedder.inFlight).toBe(1);
+    expect(shedder.pressure).toMatchObject({
+      readings: { inFlight: 9 },
+      ratio: 0.9,
+      signal: 'inFlight',
+      shedding: ['high', 'normal', 'low'],
+    });
+    src.set({ inFlight: 10 });
+    await clock.advance(1_000);
+    expect(() => shedder.admit('critical')).toThrow(expect.objectContaining({ ratio: 1 }));
+    // The shedder's own count wins when it is higher than what was reported.
+    src.set({ inFlight: 0 });
+    await clock.advance(1_000);
+    const more = Array.from({ length: 6 }, () => shedder.admit('low'));
+    expect(shedder.inFlight).toBe(7);
+    expect(() => shedder.admit('low')).toThrow(expect.objectContaining({ ratio: 0.7 }));
+    expect(shedder.pressure.readings.inFlight).toBe(7);
+    release();
+    for (const r of more) r();
+  });
+
+  it('an invalid reported count is unknown; a failed sample and close() forget it', async () => {
+    const clock = new FakeClock();
+    const src = manualSource({ inFlight: Number.NaN });
+    const shedder = new LoadShedder({ limits: { inFlight: 10 }, source: src.source, clock });
+    shedder.admit('low')();
+    for (const bad of [-1, Infinity, '9' as unknown as number]) {
+      src.set({ inFlight: bad });
+      await clock.advance(1_000);
+      expect(shedder.isShedding('low'), String(bad)).toBe(false);
+      expect(shedder.pressure.readings).toEqual({ inFlight: 0 });
+    }
+    src.set({ inFlight: 10 });
+    await clock.advance(1_000);
+    expect(shedder.isShedding('critical')).toBe(true);
+    src.source.mockImplementationOnce(() => {
+      throw new Error('source broke');
+    });
+    await clock.advance(1_000);
+    expect(shedder.isShedding('low')).toBe(false);
+    await clock.advance(1_000);
+    expect(shedder.isShedding('critical')).toBe(true);
+    shedder.close();
+    expect(shedder.isShedding('low')).toBe(false);
+    expect(shedder.pressure.readings).toEqual({ inFlight: 0 });
+  });
+});
+
 describe('LoadShedder events and pressure', () => {
-  it('onShed fires per refusal, its disposer unsubscribes, and a throwing listener never breaks a call', () => {
+  it('onShed fires per refusal, its disposer unsubscribes, and a throwing listener never breaks a call', async () => {
     const previous = setListenerErrorHandler(() => {});
     try {
       const seen: unknown[] = [];
-      const { shedder } = make({ readings: { eventLoopDelayMs: 86 } });
+      const { shedder } = await make({ readings: { eventLoopDelayMs: 86 } });
       const dispose = shedder.onShed((e) => seen.push(e));
       shedder.onShed(() => {
         throw new Error('listener bug');
@@ -580,9 +692,9 @@ describe('LoadShedder events and pressure', () => {
     }
   });
 
-  it('isShedding counts nothing and emits nothing', () => {
+  it('isShedding counts nothing and emits nothing', async () => {
     const onShed = vi.fn();
-    const { shedder } = make({ readings: { eventLoopDelayMs: 99 }, onShed });
+    const { shedder } = await make({ readings: { eventLoopDelayMs: 99 }, onShed });
     expect(shedder.isShedding('low')).toBe(true);
     expect(shedder.isShedding('critical')).toBe(false);
     expect(onShed).not.toHaveBeenCalled();
@@ -591,7 +703,7 @@ describe('LoadShedder events and pressure', () => {
 
   it('onStateChange reports entering and leaving shedding', async () => {
     const changes: unknown[] = [];
-    const { src, clock, shedder } = make({ readings: { eventLoopDelayMs: 10 } });
+    const { src, clock, shedder } = await make({ readings: { eventLoopDelayMs: 10 } });
     shedder.onStateChange((e) => changes.push(e));
     src.set({ eventLoopDelayMs: 93 });
     await clock.advance(1_000);
@@ -604,11 +716,10 @@ describe('LoadShedder events and pressure', () => {
   });
 
   it('pressure is a snapshot of the readings, the top ratio and signal, and when it was sampled', async () => {
-    const { shedder, clock } = make({
+    const { shedder } = await make({
       limits: { eventLoopDelayMs: 100, cpuPercent: 200, inFlight: 4 },
       readings: { eventLoopDelayMs: 50, cpuPercent: 40, heapUsedRatio: 0.5 },
     });
-    await clock.advance(1_000);
     const release = shedder.admit('normal');
     const snapshot = shedder.pressure;
     expect(snapshot).toEqual({

@@ -13,6 +13,7 @@ import {
   isClock,
   isFunction,
   nonNegative,
+  optionKeys,
   optionsObject,
   positive,
   positiveInteger,
@@ -29,29 +30,51 @@ export interface LoadLimits {
    * Process CPU time as a percentage of one core over the last interval (100 = one core fully
    * busy; it can exceed 100 when GC and worker threads run in parallel). Sampled.
    */
-  readonly cpuPercent?: number;
-  /** The p99 event-loop delay over the last interval, in milliseconds. Sampled. */
-  readonly eventLoopDelayMs?: number;
-  /** Event-loop utilization over the last interval, in (0, 1]. Sampled. */
-  readonly eventLoopUtilization?: number;
-  /** V8 heap used ÷ heap size limit, in (0, 1]. Sampled. */
-  readonly heapUsedRatio?: number;
-  /**
-   * Calls admitted by this shedder and not yet finished (a positive integer). Counted live, at each
-   * admission: not sampled, no hysteresis.
-   */
-  readonly inFlight?: number;
-}
-
-/** The sampled signals a {@link LoadSource} reports. A missing or invalid value means "unknown". */
-export interface SampledSignals {
   readonly cpuPercent?: number | undefined;
+  /** The p99 event-loop delay over the last interval, in milliseconds. Sampled. */
   readonly eventLoopDelayMs?: number | undefined;
+  /** Event-loop utilization over the last interval, in (0, 1]. Sampled. */
   readonly eventLoopUtilization?: number | undefined;
+  /** V8 heap used ÷ heap size limit, in (0, 1]. Sampled. */
   readonly heapUsedRatio?: number | undefined;
+  /**
+   * Calls in flight (a positive integer): the larger of the calls admitted by this shedder and not
+   * yet finished (counted live, at each admission) and the `inFlight` its `source` last reported
+   * (say, a process-wide count of requests). Checked at each admission, with no hysteresis.
+   */
+  readonly inFlight?: number | undefined;
 }
 
-/** Returns the current sampled signals; called once at construction and then every `intervalMs`. */
+/**
+ * The sampled signals a {@link LoadSource} reports. A missing or invalid value (NaN, negative,
+ * Infinity, not a number) means "unknown", and an unknown signal sheds nothing.
+ */
+export interface SampledSignals {
+  /** CPU % of one core over the window since the previous call. Windowed. */
+  readonly cpuPercent?: number | undefined;
+  /** p99 event-loop delay over the window since the previous call, in ms. Windowed. */
+  readonly eventLoopDelayMs?: number | undefined;
+  /** Event-loop utilization over the window since the previous call, in [0, 1]. Windowed. */
+  readonly eventLoopUtilization?: number | undefined;
+  /** Heap used ÷ heap limit, now. A point reading. */
+  readonly heapUsedRatio?: number | undefined;
+  /**
+   * Calls in flight now, counted by the service (say, every request of the process, while the
+   * shedder counts only what it admitted). A point reading, read only when `limits.inFlight` is
+   * set: the shedder uses the larger of it and its own count until the next sample.
+   */
+  readonly inFlight?: number | undefined;
+}
+
+/**
+ * Returns the current readings; called once at construction and then every `intervalMs`.
+ *
+ * **Windows.** A windowed signal reports the time since the previous call. The call at construction
+ * only opens the first window: its windowed readings cover no full interval (a live source would
+ * report the time since it was created, or since boot), so the shedder treats them as unknown and
+ * they shed nothing; they count from the first timed sample, one `intervalMs` later. Point readings
+ * (`heapUsedRatio`, `inFlight`) count at once.
+ */
 export type LoadSource = () => SampledSignals;
 
 /** Fraction of each signal's limit at which a priority is shed. */
@@ -67,32 +90,46 @@ export interface LoadShedderOptions {
    * their default.
    * @default { critical: 1, high: 0.92, normal: 0.85, low: 0.7 }
    */
-  readonly thresholds?: Partial<LoadThresholds>;
+  readonly thresholds?: { readonly [P in Priority]?: number | undefined } | undefined;
   /**
    * How far (as a fraction of the limit) every sampled signal must fall below a priority's
    * threshold before that priority is admitted again, so shedding does not flap. Must be less than
    * `thresholds.low`.
    * @default 0.05
    */
-  readonly hysteresis?: number;
+  readonly hysteresis?: number | undefined;
   /**
-   * The readings of the sampled signals. Required when a sampled signal has a limit (the
-   * `bulwark/node` factory defaults it to the live process readings).
+   * The readings of the sampled signals (see {@link LoadSource}). Required when a sampled signal
+   * has a limit (the `bulwark/node` factory defaults it to the live process readings); optional
+   * with only `limits.inFlight`, to report a process-wide in-flight count.
    */
-  readonly source?: LoadSource;
+  readonly source?: LoadSource | undefined;
   /** How often `source` is sampled. The timer does not keep the process alive. @default 1_000 */
-  readonly intervalMs?: number;
+  readonly intervalMs?: number | undefined;
   /** The `retryAfterMs` of each {@link LoadShedError}. @default max(1_000, intervalMs) */
-  readonly retryAfterMs?: number;
+  readonly retryAfterMs?: number | undefined;
   /** @default systemClock */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
   /** Called for every refused call. */
-  readonly onShed?: Listener<ShedEvent>;
+  readonly onShed?: Listener<ShedEvent> | undefined;
   /** Called when a sample changes which priorities are shed. */
-  readonly onStateChange?: Listener<ShedStateChangeEvent>;
+  readonly onStateChange?: Listener<ShedStateChangeEvent> | undefined;
   /** Called when `source` throws or returns something that is not an object. */
-  readonly onSampleFailed?: Listener<SampleFailedEvent>;
+  readonly onSampleFailed?: Listener<SampleFailedEvent> | undefined;
 }
+
+const loadShedderOptionKeys = optionKeys<LoadShedderOptions>({
+  limits: true,
+  thresholds: true,
+  hysteresis: true,
+  source: true,
+  intervalMs: true,
+  retryAfterMs: true,
+  clock: true,
+  onShed: true,
+  onStateChange: true,
+  onSampleFailed: true,
+});
 
 /** Emitted for every refused call. */
 export interface ShedEvent {
@@ -124,13 +161,16 @@ export interface SampleFailedEvent {
 
 /** Readings known to the shedder: the last sample, plus the live in-flight count. */
 export interface LoadReadings extends SampledSignals {
-  /** Calls admitted by this shedder and not yet finished. */
+  /**
+   * Calls in flight as the in-flight limit sees them: the larger of this shedder's own count and
+   * the count its source last reported.
+   */
   readonly inFlight: number;
 }
 
 /** A snapshot of the load as the shedder sees it. */
 export interface LoadPressure {
-  /** The last sampled readings (absent when unknown) and the live in-flight count. */
+  /** The last sampled readings (absent when unknown) and the in-flight count. */
   readonly readings: LoadReadings;
   /** The highest reading as a fraction of its limit, over the watched signals; 0 when none is known. */
   readonly ratio: number;
@@ -150,7 +190,14 @@ const defaultThresholds: LoadThresholds = { critical: 1, high: 0.92, normal: 0.8
 /** The sampled signals, in the order readings are kept. */
 const sampledSignals = ['cpuPercent', 'eventLoopDelayMs', 'eventLoopUtilization', 'heapUsedRatio'] as const;
 type SampledSignal = (typeof sampledSignals)[number];
+/**
+ * Per sampled signal: a rate over the window since the previous sample (true), or a point reading
+ * (false). A windowed reading from the sample taken at construction covers no interval yet.
+ */
+const windowed: readonly boolean[] = sampledSignals.map((name) => name !== 'heapUsedRatio');
 const limitKeys: readonly string[] = [...sampledSignals, 'inFlight'];
+const knownLimits: ReadonlySet<string> = new Set(limitKeys);
+const knownPriorities: ReadonlySet<string> = new Set(priorities);
 
 const CRITICAL = 0;
 const LOW = 3;
@@ -189,14 +236,11 @@ function validLimit(name: SampledSignal | 'inFlight', value: unknown): number {
 }
 
 function validThresholds(value: unknown): number[] {
-  const given = optionsObject<Partial<LoadThresholds>>('thresholds', value as Partial<LoadThresholds>);
-  for (const key of Object.keys(given)) {
-    if (!(priorities as readonly string[]).includes(key)) {
-      throw new TypeError(
-        `expected "thresholds" to have only the keys "critical", "high", "normal", "low", got ${show(key)}`,
-      );
-    }
-  }
+  const given = optionsObject<Partial<LoadThresholds>>(
+    'thresholds',
+    value as Partial<LoadThresholds>,
+    knownPriorities,
+  );
   const result = priorities.map((p) => {
     const t = given[p];
     return t === undefined ? defaultThresholds[p] : positive(`thresholds.${p}`, t, true);
@@ -213,6 +257,20 @@ function validThresholds(value: unknown): number[] {
   return result;
 }
 
+/** One reading of a source's result; a throwing getter reads as unknown. */
+function read(signals: SampledSignals, name: keyof SampledSignals): unknown {
+  try {
+    return signals[name];
+  } catch {
+    return undefined;
+  }
+}
+
+/** A reading as a number, or undefined (unknown) for NaN, negative, Infinity or a non-number. */
+function validReading(value: unknown): number | undefined {
+  return typeof value === 'number' && value >= 0 && value !== Infinity ? value : undefined;
+}
+
 /** Symbols of the hooks the shedder's policy uses; not part of the public API. */
 const tryEnter: unique symbol = Symbol('tryEnter');
 const leave: unique symbol = Symbol('leave');
@@ -225,7 +283,13 @@ const leave: unique symbol = Symbol('leave');
  * signal's limit (`reading ≥ threshold × limit`), so `low` goes first and `critical` only at the
  * hard limit. Sampled signals are read every `intervalMs`; once shed, a priority is admitted again
  * only after *every* sampled signal has fallen below `(threshold − hysteresis) × limit`. In-flight
- * is exact and checked at each admission with no hysteresis.
+ * is checked at each admission with no hysteresis, on the larger of this shedder's own live count
+ * and the `inFlight` the source last reported (a process-wide count a service may feed).
+ *
+ * **The first interval.** The sample taken at construction only opens the window of the windowed
+ * signals (CPU, event-loop delay and utilization): those readings cover no full interval yet, so
+ * they are unknown and shed nothing, `critical` included, until the first timed sample one
+ * `intervalMs` later. Point readings (`heapUsedRatio`, a reported `inFlight`) count at once.
  *
  * **Failure behaviour.** A refusal is a {@link LoadShedError} (kind `overloaded`, code
  * `ERR_LOAD_SHED`, `retryAfterMs`), thrown by `admit` or returned by the policy's `execute` before
@@ -262,33 +326,30 @@ export class LoadShedder {
   private sampledAt: number | undefined = undefined;
   private timer: TimerHandle | undefined = undefined;
   private stopped = false;
+  /** Calls admitted by this shedder and not yet finished. */
   private count = 0;
+  /** The in-flight count the source last reported (0 when unknown or not watched). */
+  private reportedInFlight = 0;
   private readonly policies: (LoadShedPolicy | undefined)[] = [undefined, undefined, undefined, undefined];
   private readonly shed = new Listeners<ShedEvent>();
   private readonly stateChanged = new Listeners<ShedStateChangeEvent>();
   private readonly sampleFailed = new Listeners<SampleFailedEvent>();
 
   /**
-   * Validates every option (a `TypeError` names the bad one), takes a first sample at once, and
-   * starts sampling every `intervalMs` on a timer that does not keep the process alive.
+   * Validates every option (a `TypeError` names the bad one), takes a first sample at once (its
+   * windowed readings only open the first window; see {@link LoadSource}), and, when there is a
+   * `source`, samples it every `intervalMs` on a timer that does not keep the process alive.
    */
   constructor(options: LoadShedderOptions) {
-    const o = optionsObject('loadShedder options', options);
+    const o = optionsObject('loadShedder options', options, loadShedderOptionKeys);
     if (o.limits === undefined) throw new TypeError('expected "limits" to be an object, got undefined');
-    const limits = optionsObject<LoadLimits>('limits', o.limits);
-    for (const key of Object.keys(limits)) {
-      if (!limitKeys.includes(key)) {
-        throw new TypeError(
-          `expected "limits" to have only the keys ${limitKeys.join(', ')}, got ${show(key)}`,
-        );
-      }
-    }
+    const limits = optionsObject<LoadLimits>('limits', o.limits, knownLimits);
     this.limits = sampledSignals.map((name) =>
       limits[name] === undefined ? Number.NaN : validLimit(name, limits[name]),
     );
     this.inFlightLimit = limits.inFlight === undefined ? Infinity : validLimit('inFlight', limits.inFlight);
-    const sampling = this.limits.some((limit) => !Number.isNaN(limit));
-    if (!sampling && this.inFlightLimit === Infinity) {
+    const sampledLimit = this.limits.some((limit) => !Number.isNaN(limit));
+    if (!sampledLimit && this.inFlightLimit === Infinity) {
       throw new TypeError(`expected "limits" to set at least one of ${limitKeys.join(', ')}, got none`);
     }
     this.thresholds = validThresholds(o.thresholds);
@@ -305,7 +366,7 @@ export class LoadShedder {
     this.retryAfterMs = nonNegative('retryAfterMs', o.retryAfterMs ?? Math.max(1_000, this.intervalMs));
     this.clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
     if (o.source !== undefined) this.source = isFunction<LoadSource>('source', o.source);
-    else if (sampling) {
+    else if (sampledLimit) {
       throw new TypeError(
         'expected "source" to be a function (a sampled signal has a limit; use loadShedder() from bulwark/node for live readings), got undefined',
       );
@@ -313,8 +374,8 @@ export class LoadShedder {
     if (o.onShed !== undefined) this.shed.add(isFunction('onShed', o.onShed));
     if (o.onStateChange !== undefined) this.stateChanged.add(isFunction('onStateChange', o.onStateChange));
     if (o.onSampleFailed !== undefined) this.sampleFailed.add(isFunction('onSampleFailed', o.onSampleFailed));
-    if (sampling && this.source !== undefined) {
-      this.sample();
+    if (this.source !== undefined) {
+      this.sample(true);
       this.arm();
     }
   }
@@ -373,22 +434,26 @@ export class LoadShedder {
     return this.stopped;
   }
 
-  /** Calls admitted by this shedder (through `admit`, `policy` or the HTTP adapters) and not yet finished. */
+  /**
+   * Calls admitted by this shedder (through `admit`, `policy` or the HTTP adapters) and not yet
+   * finished: its own count, without what the source reports (see `pressure.readings.inFlight`).
+   */
   get inFlight(): number {
     return this.count;
   }
 
   /** A fresh snapshot of the readings, the highest ratio and the priorities shed now. */
   get pressure(): LoadPressure {
-    const readings: Record<string, number | undefined> = { inFlight: this.count };
+    const inFlight = this.inFlightNow();
+    const readings: Record<string, number | undefined> = { inFlight };
     for (let i = 0; i < sampledSignals.length; i++) {
       const value = this.readings[i];
       if (value !== undefined) readings[sampledSignals[i]!] = value;
     }
     let ratio = this.topRatio;
     let signal: LoadSignal | undefined = this.topSignal;
-    if (this.inFlightLimit !== Infinity && this.count / this.inFlightLimit > ratio) {
-      ratio = this.count / this.inFlightLimit;
+    if (this.inFlightLimit !== Infinity && inFlight / this.inFlightLimit > ratio) {
+      ratio = inFlight / this.inFlightLimit;
       signal = 'inFlight';
     }
     const shedding = priorities.filter((_, rank) => this.wouldRefuse(rank));
@@ -417,8 +482,9 @@ export class LoadShedder {
   }
 
   /**
-   * Stops sampling and forgets the sampled readings, so from now on only the in-flight limit
-   * refuses calls. Calls in flight are unaffected. Calling it again does nothing.
+   * Stops sampling and forgets the sampled readings (the reported in-flight count included), so
+   * from now on only the in-flight limit, on this shedder's own count, refuses calls. Calls in
+   * flight are unaffected. Calling it again does nothing.
    */
   close(): void {
     if (this.stopped) return;
@@ -428,6 +494,7 @@ export class LoadShedder {
       this.timer = undefined;
     }
     this.readings.fill(undefined);
+    this.reportedInFlight = 0;
     this.shedBySample.fill(false);
     this.topSignal = undefined;
     this.topRatio = 0;
@@ -437,8 +504,9 @@ export class LoadShedder {
   /** Admits (counting one in flight) and returns undefined, or returns the refusal. */
   [tryEnter](rank: number): LoadShedError | undefined {
     if (this.shedBySample[rank]) return this.refuse(rank, this.topSignal!, this.topRatio);
-    if (this.count >= this.inFlightCeiling[rank]!) {
-      return this.refuse(rank, 'inFlight', this.count / this.inFlightLimit);
+    const inFlight = this.inFlightNow();
+    if (inFlight >= this.inFlightCeiling[rank]!) {
+      return this.refuse(rank, 'inFlight', inFlight / this.inFlightLimit);
     }
     this.count++;
     return undefined;
@@ -450,7 +518,12 @@ export class LoadShedder {
   }
 
   private wouldRefuse(rank: number): boolean {
-    return this.shedBySample[rank]! || this.count >= this.inFlightCeiling[rank]!;
+    return this.shedBySample[rank]! || this.inFlightNow() >= this.inFlightCeiling[rank]!;
+  }
+
+  /** What the in-flight limit counts: the larger of this shedder's own count and the reported one. */
+  private inFlightNow(): number {
+    return Math.max(this.count, this.reportedInFlight);
   }
 
   private refuse(rank: number, signal: LoadSignal, ratio: number): LoadShedError {
@@ -468,12 +541,16 @@ export class LoadShedder {
   private readonly tick = (): void => {
     this.timer = undefined;
     if (this.stopped) return;
-    this.sample();
+    this.sample(false);
     if (!this.stopped) this.arm();
   };
 
-  /** Reads the source and updates the per-priority decisions. */
-  private sample(): void {
+  /**
+   * Reads the source and updates the per-priority decisions. The `first` sample (at construction)
+   * only opens the window of the windowed signals: their readings cover no full interval yet (a
+   * live source would report the time since it was created, or since boot), so they are unknown.
+   */
+  private sample(first: boolean): void {
     let signals: SampledSignals;
     try {
       signals = this.source!();
@@ -483,27 +560,25 @@ export class LoadShedder {
     } catch (error) {
       // Blind: fail open rather than keep shedding on stale readings.
       this.readings.fill(undefined);
+      this.reportedInFlight = 0;
       this.apply(undefined, 0, true);
       if (this.sampleFailed.active) this.sampleFailed.emit({ error });
       return;
     }
+    if (this.inFlightLimit !== Infinity) this.reportedInFlight = validReading(read(signals, 'inFlight')) ?? 0;
     let top: SampledSignal | undefined;
     let topRatio = 0;
     for (let i = 0; i < sampledSignals.length; i++) {
       const limit = this.limits[i]!;
       if (Number.isNaN(limit)) continue;
-      const name = sampledSignals[i]!;
-      let value: unknown;
-      try {
-        value = signals[name];
-      } catch {
-        value = undefined;
-      }
-      if (typeof value !== 'number' || !(value >= 0) || value === Infinity) {
+      if (first && windowed[i]) {
         this.readings[i] = undefined;
         continue;
       }
+      const name = sampledSignals[i]!;
+      const value = validReading(read(signals, name));
       this.readings[i] = value;
+      if (value === undefined) continue;
       const ratio = value / limit;
       if (top === undefined || ratio > topRatio) {
         top = name;

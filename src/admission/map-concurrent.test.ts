@@ -1,5 +1,7 @@
+import { getEventListeners } from 'node:events';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
+import { deferred } from '../../test/support/deferred.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { type MapContext, mapConcurrent } from './map-concurrent.js';
 
@@ -429,6 +431,38 @@ describe('mapConcurrent: caller abort', () => {
     await expect(result).rejects.toBe(reason);
   });
 
+  it('waits for a close queued behind a pending next() (an async generator) before rejecting', async () => {
+    const controller = new AbortController();
+    const reason = new Error('stop');
+    const gate = deferred<number>();
+    const steps: string[] = [];
+    async function* source() {
+      try {
+        yield await gate.promise; // the first pull waits here
+      } finally {
+        steps.push('closed');
+      }
+    }
+    const result = track(mapConcurrent(source(), (x) => x, { concurrency: 1, signal: controller.signal }));
+    await tick();
+    controller.abort(reason);
+    await tick();
+    // The generator cannot close before its pending next() settles: neither can the map.
+    expect(result.settled).toBe(false);
+    expect(steps).toEqual([]);
+    gate.resolve(1);
+    await tick();
+    expect(steps).toEqual(['closed']);
+    expect(result).toMatchObject({ settled: true, ok: false, error: reason });
+  });
+
+  it('refuses a signal look-alike with a TypeError', async () => {
+    const lookAlike = { aborted: false, reason: undefined, addEventListener() {}, removeEventListener() {} };
+    await expect(
+      mapConcurrent([1], (x) => x, { concurrency: 1, signal: lookAlike as never }),
+    ).rejects.toThrow(/expected "signal" to be an AbortSignal, got an object/);
+  });
+
   it('removes its listener from the caller signal when done', async () => {
     const controller = new AbortController();
     const added = vi.spyOn(controller.signal, 'addEventListener');
@@ -479,26 +513,257 @@ describe('mapConcurrent: a failing source', () => {
     await expect(mapConcurrent(source(), (x) => x, { concurrency: 4 })).rejects.toBe(broken);
   });
 
-  it('an error thrown while closing the source never replaces the map error', async () => {
+  it('an error thrown while closing the source never replaces the map error: both are reported', async () => {
     const boom = new Error('boom');
+    const closeError = new Error('close failed');
     function* source() {
       try {
         yield 1;
         yield 2;
       } finally {
         // biome-ignore lint/correctness/noUnsafeFinally: a misbehaving source on purpose
-        throw new Error('close failed');
+        throw closeError;
       }
     }
-    await expect(
-      mapConcurrent(
-        source(),
-        () => {
+    const error: unknown = await mapConcurrent(
+      source(),
+      () => {
+        throw boom;
+      },
+      { concurrency: 1 },
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AggregateError);
+    expect((error as AggregateError).errors).toEqual([boom, closeError]);
+    expect((error as AggregateError).errors[0]).toBe(boom);
+  });
+});
+
+/**
+ * Runs `body`, then lets the event loop turn a few times, and returns every unhandled rejection
+ * the process saw meanwhile (the listener is removed after).
+ */
+async function unhandledRejectionsDuring(body: () => Promise<void>): Promise<unknown[]> {
+  const seen: unknown[] = [];
+  const listener = (reason: unknown) => seen.push(reason);
+  process.on('unhandledRejection', listener);
+  try {
+    await body();
+    for (let i = 0; i < 5; i++) await tick();
+  } finally {
+    process.off('unhandledRejection', listener);
+  }
+  return seen;
+}
+
+/**
+ * A hand-written async source: item 0 at once, then every `next()` stays pending (or rejects with
+ * `nextError`); `return()` rejects with `closeError` (or throws it synchronously).
+ */
+function stuckSource(options: {
+  closeError?: Error;
+  closeThrows?: boolean;
+  nextError?: Error;
+  first?: boolean;
+}) {
+  const stats = { next: 0, returned: 0 };
+  const pending = deferred<IteratorResult<number>>();
+  const iterator: AsyncIterableIterator<number> = {
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+    next() {
+      stats.next++;
+      if (stats.next === 1 && options.first !== false) return Promise.resolve({ done: false, value: 0 });
+      if (options.nextError !== undefined) return Promise.reject(options.nextError);
+      return pending.promise;
+    },
+    return() {
+      stats.returned++;
+      if (options.closeThrows) throw options.closeError;
+      if (options.closeError !== undefined) return Promise.reject(options.closeError);
+      return Promise.resolve({ done: true, value: undefined });
+    },
+  };
+  return { stats, iterator, pending };
+}
+
+/** The map's rejection when closing the source failed too: both errors, the first one first. */
+function bothErrors(first: unknown, close: unknown) {
+  return expect.objectContaining({
+    name: 'AggregateError',
+    errors: [first, close],
+    message: expect.stringMatching(/closing its source failed too/),
+  });
+}
+
+describe('mapConcurrent: a source whose close fails (never an unhandled rejection)', () => {
+  it('fn throws while a next() is pending and return() rejects: the first error, with the close error attached', async () => {
+    const boom = new Error('fn failed');
+    const closeError = new Error('close failed');
+    const { stats, iterator } = stuckSource({ closeError });
+    let outcome: unknown;
+    const unhandled = await unhandledRejectionsDuring(async () => {
+      outcome = await mapConcurrent(
+        iterator,
+        async () => {
+          await tick();
           throw boom;
         },
-        { concurrency: 1 },
+        { concurrency: 2 },
+      ).catch((error: unknown) => error);
+    });
+    expect(stats).toEqual({ next: 2, returned: 1 });
+    expect(outcome).toEqual(bothErrors(boom, closeError));
+    expect(unhandled).toEqual([]);
+  });
+
+  it('the caller aborts while next() is pending and return() rejects: the reason, with the close error attached', async () => {
+    const controller = new AbortController();
+    const reason = new Error('caller gave up');
+    const closeError = new Error('close failed');
+    const { stats, iterator } = stuckSource({ closeError, first: false });
+    let outcome: unknown;
+    const unhandled = await unhandledRejectionsDuring(async () => {
+      const result = mapConcurrent(iterator, (x) => x, { concurrency: 4, signal: controller.signal });
+      await tick();
+      controller.abort(reason);
+      outcome = await result.catch((error: unknown) => error);
+    });
+    expect(stats).toEqual({ next: 1, returned: 1 });
+    expect(outcome).toEqual(bothErrors(reason, closeError));
+    expect(unhandled).toEqual([]);
+  });
+
+  it('return() throws synchronously (with and without a pull pending): attached the same way', async () => {
+    for (const concurrency of [1, 2]) {
+      const boom = new Error('fn failed');
+      const closeError = new Error('close threw');
+      const { stats, iterator } = stuckSource({ closeError, closeThrows: true });
+      let outcome: unknown;
+      const unhandled = await unhandledRejectionsDuring(async () => {
+        outcome = await mapConcurrent(
+          iterator,
+          async () => {
+            await tick();
+            throw boom;
+          },
+          { concurrency },
+        ).catch((error: unknown) => error);
+      });
+      expect(stats, `concurrency ${concurrency}`).toEqual({ next: concurrency, returned: 1 });
+      expect(outcome, `concurrency ${concurrency}`).toEqual(bothErrors(boom, closeError));
+      expect(unhandled).toEqual([]);
+    }
+  });
+
+  it('a close that succeeds keeps the first error as it is', async () => {
+    const boom = new Error('fn failed');
+    const { stats, iterator } = stuckSource({});
+    const unhandled = await unhandledRejectionsDuring(async () => {
+      await expect(
+        mapConcurrent(
+          iterator,
+          () => {
+            throw boom;
+          },
+          { concurrency: 2 },
+        ),
+      ).rejects.toBe(boom);
+    });
+    expect(stats.returned).toBe(1);
+    expect(unhandled).toEqual([]);
+  });
+
+  it('next() rejects: the map rejects with it and does not close the broken source', async () => {
+    const broken = new Error('next failed');
+    const { stats, iterator } = stuckSource({ nextError: broken, closeError: new Error('never called') });
+    const unhandled = await unhandledRejectionsDuring(async () => {
+      await expect(mapConcurrent(iterator, (x) => x, { concurrency: 1 })).rejects.toBe(broken);
+    });
+    expect(stats).toEqual({ next: 2, returned: 0 });
+    expect(unhandled).toEqual([]);
+  });
+
+  it('a pending next() that rejects after the map stopped is handled, and the first error wins', async () => {
+    const boom = new Error('fn failed');
+    const late = new Error('late next failure');
+    const { stats, iterator, pending } = stuckSource({});
+    const unhandled = await unhandledRejectionsDuring(async () => {
+      await expect(
+        mapConcurrent(
+          iterator,
+          async () => {
+            await tick();
+            throw boom;
+          },
+          { concurrency: 2 },
+        ),
+      ).rejects.toBe(boom);
+      pending.reject(late);
+    });
+    expect(stats).toEqual({ next: 2, returned: 1 });
+    expect(unhandled).toEqual([]);
+  });
+
+  it('an async generator whose finally throws while closing: both errors', async () => {
+    const boom = new Error('fn failed');
+    const closeError = new Error('finally threw');
+    async function* source() {
+      try {
+        for (let i = 0; ; i++) yield i;
+      } finally {
+        await tick();
+        // biome-ignore lint/correctness/noUnsafeFinally: a misbehaving source on purpose
+        throw closeError;
+      }
+    }
+    const unhandled = await unhandledRejectionsDuring(async () => {
+      await expect(
+        mapConcurrent(
+          source(),
+          async () => {
+            throw boom;
+          },
+          { concurrency: 1 },
+        ),
+      ).rejects.toEqual(bothErrors(boom, closeError));
+    });
+    expect(unhandled).toEqual([]);
+  });
+});
+
+describe('mapConcurrent: one abort listener per caller signal', () => {
+  it('20 concurrent maps sharing one signal leave at most 1 listener on it while running and 0 after', async () => {
+    const controller = new AbortController();
+    const gates = Array.from({ length: 20 }, () => deferred<void>());
+    const maps = gates.map((gate) =>
+      mapConcurrent([1, 2], () => gate.promise, { concurrency: 2, signal: controller.signal }),
+    );
+    await tick();
+    expect(getEventListeners(controller.signal, 'abort').length).toBeLessThanOrEqual(1);
+    for (const gate of gates.slice(0, 10)) gate.resolve();
+    await Promise.all(maps.slice(0, 10));
+    expect(getEventListeners(controller.signal, 'abort').length).toBeLessThanOrEqual(1);
+    for (const gate of gates.slice(10)) gate.resolve();
+    await Promise.all(maps);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('an abort still reaches every map sharing the signal, and leaves no listener behind', async () => {
+    const controller = new AbortController();
+    const reason = new Error('stop');
+    const maps = Array.from({ length: 20 }, () =>
+      mapConcurrent(
+        [1],
+        (_x, _i, { signal }) =>
+          new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+        { concurrency: 1, signal: controller.signal },
       ),
-    ).rejects.toBe(boom);
+    );
+    controller.abort(reason);
+    const outcomes = await Promise.allSettled(maps);
+    expect(outcomes.every((o) => o.status === 'rejected' && o.reason === reason)).toBe(true);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 });
 

@@ -1,4 +1,6 @@
-import { isFunction, optionsObject, positiveInteger, show } from '../core/validate.js';
+import { isAbortSignal, offAbort, onAbort, signalTypeError } from '../core/abort.js';
+import { isThenable } from '../core/policy.js';
+import { isFunction, optionKeys, optionsObject, positiveInteger, show } from '../core/validate.js';
 
 /** Options of {@link mapConcurrent}. */
 export interface MapConcurrentOptions {
@@ -9,14 +11,20 @@ export interface MapConcurrentOptions {
    */
   readonly concurrency: number;
   /** Cancels the map: nothing new starts, running calls see their signal abort. */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   /**
    * `false`: fail fast on the first error. `true`: run every item and resolve with one
    * `PromiseSettledResult` per item, like `Promise.allSettled`.
    * @default false
    */
-  readonly settle?: boolean;
+  readonly settle?: boolean | undefined;
 }
+
+const mapConcurrentOptionKeys = optionKeys<MapConcurrentOptions>({
+  concurrency: true,
+  signal: true,
+  settle: true,
+});
 
 /** What `fn` is told about the map it runs in. */
 export interface MapContext {
@@ -46,8 +54,6 @@ class MapRun<T, R> {
   private sourceDone = false;
   /** The source threw: it must not be closed. */
   private sourceBroken = false;
-  /** Async source: pulls waiting or running. */
-  private pulling = 0;
   private pullTail: Promise<unknown> = Promise.resolve();
   private stopped = false;
   private error: unknown = undefined;
@@ -88,7 +94,7 @@ class MapRun<T, R> {
     return this.controller.signal;
   }
 
-  /** The caller's signal aborted. (An EventListener object: no closure.) */
+  /** The caller's signal aborted. (An {@link onAbort} listener object: no closure per map.) */
   handleEvent(): void {
     this.stop(this.callerSignal?.reason);
   }
@@ -126,8 +132,9 @@ class MapRun<T, R> {
     void this.asyncWorker(iterator);
   }
 
+  /** One subscription per map, through the signal's shared fan-out (its one real listener). */
   private listen(): void {
-    if (this.callerSignal !== undefined) this.callerSignal.addEventListener('abort', this, { once: true });
+    if (this.callerSignal !== undefined) onAbort(this.callerSignal, this);
   }
 
   private async arrayWorker(items: ArrayLike<T>): Promise<void> {
@@ -186,15 +193,12 @@ class MapRun<T, R> {
     const results = this.results;
     while (!this.stopped && !this.sourceDone) {
       let result: IteratorResult<T>;
-      this.pulling++;
       try {
         result = await this.pull(iterator);
       } catch (error) {
-        this.pulling--;
         this.sourceFailed(error);
         break;
       }
-      this.pulling--;
       // Stopped while waiting: the item (if any) is dropped, never started.
       if (this.stopped || result.done) break;
       if (this.workers < this.concurrency && !this.sourceDone) {
@@ -259,46 +263,50 @@ class MapRun<T, R> {
 
   private finish(): void {
     this.finished = true;
-    this.callerSignal?.removeEventListener('abort', this);
+    if (this.callerSignal !== undefined) offAbort(this.callerSignal, this);
     if (!this.stopped) {
       this.resolve(this.results);
       return;
     }
     const error = this.error;
     const iterator = this.iterator;
-    if (iterator === undefined || this.sourceDone || this.sourceBroken || iterator.return === undefined) {
+    if (iterator === undefined || this.sourceDone || this.sourceBroken) {
       this.reject(error);
       return;
     }
-    // Close the source like a `for ... of` that breaks, so its `finally` blocks run. A failure to
-    // close never replaces the error that stopped the map.
+    // Close the source like a `for ... of` that breaks, so its `finally` blocks run, and settle only
+    // once it is closed: the close is work the map started. A failure to close never replaces the
+    // error that stopped the map; it is attached (see `withCloseError`), never dropped.
     let closing: unknown;
     try {
+      if (typeof iterator.return !== 'function') {
+        this.reject(error);
+        return;
+      }
       closing = iterator.return();
-    } catch {
+    } catch (closeError) {
+      this.reject(withCloseError(error, closeError));
+      return;
+    }
+    if (!isThenable(closing)) {
       this.reject(error);
       return;
     }
-    // An async source still busy with a pull would only close after it: do not wait for that.
-    if (this.pulling > 0 || !(closing instanceof Promise)) {
-      this.reject(error);
-      return;
-    }
-    closing.then(
+    Promise.resolve(closing).then(
       () => this.reject(error),
-      () => this.reject(error),
+      (closeError: unknown) => this.reject(withCloseError(error, closeError)),
     );
   }
 }
 
-function isSignal(value: unknown): value is AbortSignal {
-  const s = value as AbortSignal | null;
-  return (
-    typeof s === 'object' &&
-    s !== null &&
-    typeof s.aborted === 'boolean' &&
-    typeof s.addEventListener === 'function' &&
-    typeof s.removeEventListener === 'function'
+/**
+ * The map's rejection when closing its source failed too: an `AggregateError` of both, the error
+ * that stopped the map first (`errors[0]`) and the close failure second (`errors[1]`).
+ */
+function withCloseError(error: unknown, closeError: unknown): AggregateError {
+  return new AggregateError(
+    [error, closeError],
+    'mapConcurrent stopped on errors[0], and closing its source failed too (errors[1])',
   );
 }
 
@@ -319,12 +327,19 @@ function isSignal(value: unknown): value is AbortSignal {
  * - **Caller abort** (`signal`): stops launching, aborts the shared signal with the caller's
  *   reason, waits for running calls, then rejects with `signal.reason` (whatever they returned).
  *   An already-aborted signal rejects at once without touching `items`.
+ *   Any number of maps may share one signal: it carries a single `abort` listener between them.
  * - **Source errors**: if the iterator throws, the map stops as on a failure and rejects with that
- *   error (in both modes). A source stopped early is closed (`iterator.return()`), so generator
- *   `finally` blocks run.
+ *   error (in both modes).
+ * - **Closing the source**: a source stopped early is closed (`iterator.return()`), so generator
+ *   `finally` blocks run, and the map settles only once the close has, even with a pull still
+ *   pending (an async generator or Node stream closes only after its pending `next()` settles:
+ *   make such a source abortable). If closing fails, the map rejects with an `AggregateError` whose
+ *   `errors` are `[firstError, closeError]`; otherwise with the first error itself. Every promise
+ *   the map creates is handled: nothing it does is an unhandled rejection.
  *
  * Rejects with a `TypeError` (nothing pulled, nothing run) when `items` is not iterable, `fn` is
- * not a function, or an option is invalid (`concurrency` must be a positive integer or Infinity).
+ * not a function, or an option is invalid (`concurrency` must be a positive integer or Infinity,
+ * `signal` an `AbortSignal`).
  *
  * @example
  * const prices = await mapConcurrent(skus, (sku, _i, { signal }) => fetchPrice(sku, { signal }), {
@@ -345,7 +360,7 @@ export function mapConcurrent<T, R>(
 export function mapConcurrent<T, R>(
   items: Iterable<T> | AsyncIterable<T>,
   fn: MapFn<T, R>,
-  options: MapConcurrentOptions & { readonly settle?: false },
+  options: MapConcurrentOptions & { readonly settle?: false | undefined },
 ): Promise<R[]>;
 export function mapConcurrent<T, R>(
   items: Iterable<T> | AsyncIterable<T>,
@@ -360,14 +375,12 @@ export function mapConcurrent<T, R>(
   let run: MapRun<T, R>;
   let signal: AbortSignal | undefined;
   try {
-    const o = optionsObject('mapConcurrent options', options);
+    const o = optionsObject('mapConcurrent options', options, mapConcurrentOptionKeys);
     if (options === undefined)
       throw new TypeError('expected "mapConcurrent options" to be an options object, got undefined');
     isFunction('fn', fn);
     const concurrency = positiveInteger('concurrency', o.concurrency, true);
-    if (o.signal !== undefined && !isSignal(o.signal)) {
-      throw new TypeError(`expected "signal" to be an AbortSignal, got ${show(o.signal)}`);
-    }
+    if (o.signal !== undefined && !isAbortSignal(o.signal)) throw signalTypeError(o.signal);
     signal = o.signal;
     if (o.settle !== undefined && typeof o.settle !== 'boolean') {
       throw new TypeError(`expected "settle" to be a boolean, got ${show(o.settle)}`);

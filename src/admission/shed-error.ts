@@ -49,7 +49,7 @@ export class LoadShedError extends RejectedError {
       `load shed: "${details.priority}" priority refused, ${details.signal} at ${Math.round(
         details.ratio * 100,
       )} % of its limit`,
-      { code: 'ERR_LOAD_SHED', kind: 'overloaded', retryAfterMs: details.retryAfterMs },
+      { code: 'ERR_LOAD_SHED', kind: 'overloaded', retryAfterMs: details.retryAfterMs, expose: true },
     );
     this.priority = details.priority;
     this.signal = details.signal;

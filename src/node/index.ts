@@ -67,8 +67,10 @@ class ProcessLoadShedder extends LoadShedder {
  * Creates a priority {@link LoadShedder}. Without a `source` it reads this process live (see
  * {@link processSignals}), measuring only the signals that have a limit: CPU % of one core, p99
  * event-loop delay, event-loop utilization and heap used ÷ heap limit, sampled every `intervalMs`;
- * in-flight is the count of calls the shedder itself admitted. `close()` stops sampling and the
- * event-loop histogram.
+ * in-flight is the count of calls the shedder itself admitted (pass your own `source` to report a
+ * process-wide count; the larger one counts). `close()` stops sampling and the event-loop histogram.
+ * CPU and event-loop readings count from the first timed sample: the one taken at construction
+ * covers no full interval (it would be the time since boot), so nothing is shed by them before.
  *
  * A priority is shed when any signal reaches its threshold fraction of its limit (defaults
  * `critical: 1, high: 0.92, normal: 0.85, low: 0.7`), and admitted again once every sampled signal

@@ -92,10 +92,11 @@ describe('loadShedder (bulwark/node)', () => {
     }
   });
 
-  it('uses an injected source as is, and needs none for the in-flight limit alone', () => {
+  it('uses an injected source as is, and needs none for the in-flight limit alone', async () => {
     const clock = new FakeClock();
     const injected = loadShedder({ limits: { cpuPercent: 100 }, source: () => ({ cpuPercent: 99 }), clock });
     expect(injected).toBeInstanceOf(LoadShedder);
+    await clock.advance(1_000); // a CPU reading counts once it covers one interval
     expect(injected.pressure.readings).toEqual({ cpuPercent: 99, inFlight: 0 });
     injected.close();
     const counting = loadShedder({ limits: { inFlight: 1 }, clock });

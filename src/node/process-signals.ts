@@ -10,7 +10,7 @@ import {
 } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import type { SampledSignals } from '../admission/load-shedder.js';
-import { optionsObject, positiveInteger, show } from '../core/validate.js';
+import { optionKeys, optionsObject, positiveInteger, show } from '../core/validate.js';
 
 /** A sampled signal {@link processSignals} can read. */
 export type ProcessSignal = keyof SampledSignals;
@@ -25,13 +25,15 @@ const allSignals: readonly ProcessSignal[] = [
 /** Options of {@link processSignals}. */
 export interface ProcessSignalsOptions {
   /** Which signals to measure; the others are reported as unknown and cost nothing. @default all four */
-  readonly signals?: readonly ProcessSignal[];
+  readonly signals?: readonly ProcessSignal[] | undefined;
   /**
    * Sampling resolution of the event-loop delay histogram (`monitorEventLoopDelay`), in
    * milliseconds. @default 10
    */
-  readonly resolutionMs?: number;
+  readonly resolutionMs?: number | undefined;
 }
+
+const processSignalsOptionKeys = optionKeys<ProcessSignalsOptions>({ signals: true, resolutionMs: true });
 
 /** Live readings of this process; {@link ProcessSignals.read} returns the values since the previous read. */
 export interface ProcessSignals {
@@ -62,7 +64,7 @@ export interface ProcessSignals {
  * setInterval(() => console.log(signals.read()), 1_000).unref();
  */
 export function processSignals(options?: ProcessSignalsOptions): ProcessSignals {
-  const o = optionsObject('processSignals options', options);
+  const o = optionsObject('processSignals options', options, processSignalsOptionKeys);
   const wanted = o.signals ?? allSignals;
   if (!Array.isArray(wanted) || wanted.some((s) => !allSignals.includes(s))) {
     throw new TypeError(
