@@ -18,10 +18,16 @@ export interface Algorithm<S> {
 }
 
 /**
- * Slack for comparisons of times computed in floating point (GCRA): a take due at `t` is allowed
- * from `t − 1e-6` ms, so rounding never refuses a client that is exactly on time.
+ * Slack for comparisons made in floating point, in token·milliseconds (units × `periodMs`, the scale
+ * the token bucket and GCRA compute in): a take short of its quota by at most a billionth of a unit
+ * is allowed, so rounding never refuses a client that is exactly on time. Relative to one unit, it
+ * stays far below a unit at any rate (a fixed slack in time would be whole units at a billion per
+ * second); with whole-millisecond times and an integer `periodMs` every quantity is an exact integer
+ * and the slack never decides anything.
  */
-export const TIME_EPSILON_MS = 1e-6;
+export function slackOf(periodMs: number): number {
+  return periodMs * 1e-9;
+}
 
 /** Rounds a duration up to whole milliseconds; anything ≤ 0 is 0. */
 export function ceilMs(ms: number): number {

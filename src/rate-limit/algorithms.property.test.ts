@@ -27,21 +27,49 @@ interface Admitted {
   readonly cost: number;
 }
 
+/**
+ * Rules over the whole range a user can mean: a few per second, bandwidth (up to a billion units per
+ * second, cost = bytes) and one per day.
+ */
 const bucketRule = (algorithm: 'token-bucket' | 'gcra') =>
   fc
-    .record({
-      limit: fc.integer({ min: 1, max: 20 }),
-      periodMs: fc.integer({ min: 1, max: 5_000 }),
-      burst: fc.integer({ min: 1, max: 30 }),
-    })
+    .oneof(
+      fc.record({
+        limit: fc.integer({ min: 1, max: 20 }),
+        periodMs: fc.integer({ min: 1, max: 5_000 }),
+        burst: fc.integer({ min: 1, max: 30 }),
+      }),
+      fc.record({
+        limit: fc.integer({ min: 1_000_000, max: 1_000_000_000 }),
+        periodMs: fc.constantFrom(1, 1_000),
+        burst: fc.integer({ min: 1, max: 1_000_000_000 }),
+      }),
+      fc.record({
+        limit: fc.integer({ min: 1, max: 3 }),
+        periodMs: fc.constant(86_400_000),
+        burst: fc.integer({ min: 1, max: 5 }),
+      }),
+    )
     .map((o) => ruleOf({ algorithm, ...o }));
 
 const windowRule = fc
-  .record({
-    limit: fc.integer({ min: 1, max: 30 }),
-    periodMs: fc.integer({ min: 1, max: 5_000 }),
-    buckets: fc.integer({ min: 1, max: 20 }),
-  })
+  .oneof(
+    fc.record({
+      limit: fc.integer({ min: 1, max: 30 }),
+      periodMs: fc.integer({ min: 1, max: 5_000 }),
+      buckets: fc.integer({ min: 1, max: 20 }),
+    }),
+    fc.record({
+      limit: fc.integer({ min: 1_000_000, max: 1_000_000_000 }),
+      periodMs: fc.constantFrom(1, 1_000),
+      buckets: fc.integer({ min: 1, max: 20 }),
+    }),
+    fc.record({
+      limit: fc.integer({ min: 1, max: 3 }),
+      periodMs: fc.constant(86_400_000),
+      buckets: fc.integer({ min: 1, max: 20 }),
+    }),
+  )
   .map((o) => ruleOf({ algorithm: 'sliding-window', ...o }));
 
 const ruleFor = (algorithm: RateLimitAlgorithm) =>
@@ -61,15 +89,21 @@ const stepsFor = (rule: RateLimitRule, maxSteps = 60) =>
     { minLength: 1, maxLength: maxSteps },
   );
 
+/** Clock starts: a small one, and one of epoch size (systemClock and Redis TIME read ~1.7e12 ms). */
+const start = fc.constantFrom(10_000, 1_700_000_000_000);
+
 const ruleAndSteps = (algorithm: RateLimitAlgorithm) =>
-  ruleFor(algorithm).chain((rule) => stepsFor(rule).map((steps) => ({ rule, steps })));
+  fc
+    .tuple(ruleFor(algorithm), start)
+    .chain(([rule, startMs]) => stepsFor(rule).map((steps) => ({ rule, steps, startMs })));
 
 /** Runs `steps` against a fresh store, returning every decision with its time. */
 async function run(
   rule: RateLimitRule,
   steps: readonly Step[],
+  startMs: number,
 ): Promise<{ at: number; cost: number; result: RateLimitResult }[]> {
-  const clock = new FakeClock(10_000);
+  const clock = new FakeClock(startMs);
   const store = memoryRateLimitStore({ clock });
   const out: { at: number; cost: number; result: RateLimitResult }[] = [];
   for (const step of steps) {
@@ -100,8 +134,8 @@ function withinRate(rule: RateLimitRule, kept: readonly Admitted[], next: Admitt
 describe.each(['token-bucket', 'gcra', 'sliding-window'] as const)('%s properties', (algorithm) => {
   it('admits at most burst + limit·t/periodMs over any interval of t ms', async () => {
     await fc.assert(
-      fc.asyncProperty(ruleAndSteps(algorithm), async ({ rule, steps }) => {
-        const admitted = (await run(rule, steps)).filter((d) => d.result.allowed);
+      fc.asyncProperty(ruleAndSteps(algorithm), async ({ rule, steps, startMs }) => {
+        const admitted = (await run(rule, steps, startMs)).filter((d) => d.result.allowed);
         for (let i = 0; i < admitted.length; i++) {
           let sum = 0;
           for (let j = i; j < admitted.length; j++) {
@@ -120,11 +154,11 @@ describe.each(['token-bucket', 'gcra', 'sliding-window'] as const)('%s propertie
 
   it('never refuses a client that keeps within its rate', async () => {
     await fc.assert(
-      fc.asyncProperty(ruleAndSteps(algorithm), async ({ rule, steps }) => {
+      fc.asyncProperty(ruleAndSteps(algorithm), async ({ rule, steps, startMs }) => {
         // Keep only the candidate requests that stay within the rate, then replay those.
         const kept: Admitted[] = [];
         const keptSteps: Step[] = [];
-        let at = 10_000;
+        let at = startMs;
         let pendingGap = 0;
         for (const step of steps) {
           at += step.gap;
@@ -136,7 +170,7 @@ describe.each(['token-bucket', 'gcra', 'sliding-window'] as const)('%s propertie
             pendingGap = 0;
           }
         }
-        const decisions = await run(rule, keptSteps);
+        const decisions = await run(rule, keptSteps, startMs);
         expect(decisions.map((d) => d.at)).toEqual(kept.map((k) => k.at));
         for (const d of decisions) expect(d.result).toMatchObject({ allowed: true, retryAfterMs: 0 });
       }),
@@ -146,8 +180,8 @@ describe.each(['token-bucket', 'gcra', 'sliding-window'] as const)('%s propertie
 
   it('retryAfterMs is enough and no more than needed for an uncontended key', async () => {
     await fc.assert(
-      fc.asyncProperty(ruleAndSteps(algorithm), async ({ rule, steps }) => {
-        const clock = new FakeClock(10_000);
+      fc.asyncProperty(ruleAndSteps(algorithm), async ({ rule, steps, startMs }) => {
+        const clock = new FakeClock(startMs);
         const store = memoryRateLimitStore({ clock });
         for (const step of steps) {
           if (step.gap > 0) await clock.advance(step.gap);
@@ -171,8 +205,8 @@ describe.each(['token-bucket', 'gcra', 'sliding-window'] as const)('%s propertie
 
   it('remaining, retryAfterMs and resetMs are whole numbers within their ranges', async () => {
     await fc.assert(
-      fc.asyncProperty(ruleAndSteps(algorithm), async ({ rule, steps }) => {
-        for (const { result } of await run(rule, steps)) {
+      fc.asyncProperty(ruleAndSteps(algorithm), async ({ rule, steps, startMs }) => {
+        for (const { result } of await run(rule, steps, startMs)) {
           expect(Number.isInteger(result.remaining)).toBe(true);
           expect(result.remaining).toBeGreaterThanOrEqual(0);
           expect(result.remaining).toBeLessThanOrEqual(rule.burst);
@@ -190,15 +224,15 @@ describe.each(['token-bucket', 'gcra', 'sliding-window'] as const)('%s propertie
 describe('token bucket and GCRA', () => {
   it('make the same decisions (they are one policy stored two ways)', async () => {
     await fc.assert(
-      fc.asyncProperty(ruleAndSteps('gcra'), async ({ rule, steps }) => {
+      fc.asyncProperty(ruleAndSteps('gcra'), async ({ rule, steps, startMs }) => {
         const bucket = ruleOf({
           limit: rule.limit,
           periodMs: rule.periodMs,
           burst: rule.burst,
           algorithm: 'token-bucket',
         });
-        const viaGcra = await run(rule, steps);
-        const viaBucket = await run(bucket, steps);
+        const viaGcra = await run(rule, steps, startMs);
+        const viaBucket = await run(bucket, steps, startMs);
         expect(viaGcra.map((d) => d.result)).toEqual(viaBucket.map((d) => d.result));
       }),
       { numRuns: 150 },

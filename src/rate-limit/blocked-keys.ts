@@ -1,6 +1,7 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
 import type { Clock } from '../core/clock.js';
 import { ceilMs, decision } from './algorithm.js';
+import { keyMap } from './key-map.js';
 import type { RateLimitResult } from './store.js';
 
 interface Blocked {
@@ -30,7 +31,7 @@ export class BlockedKeys {
     maxKeys: number,
     private readonly clock: Clock,
   ) {
-    this.entries = new LRUCache<string, Blocked>({ max: maxKeys });
+    this.entries = keyMap<Blocked>(maxKeys);
   }
 
   /** The local refusal of `cost` on `key`, or undefined when the store must decide. */

@@ -21,13 +21,14 @@ export class RateLimitedError extends RejectedError {
   constructor(
     key: string,
     retryAfterMs: number,
-    options: { limit: number; remaining: number; message?: string; cause?: unknown },
+    options: { limit: number; remaining: number; message?: string | undefined; cause?: unknown },
   ) {
     super(options.message ?? `rate limit exceeded; retry in ${retryAfterMs} ms`, {
       code: 'ERR_RATE_LIMITED',
       kind: 'rate_limited',
       retryAfterMs,
       cause: options.cause,
+      expose: true,
     });
     this.key = key;
     this.limit = options.limit;

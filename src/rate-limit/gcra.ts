@@ -1,49 +1,67 @@
-import { type Algorithm, ceilMs, decision, TIME_EPSILON_MS } from './algorithm.js';
+import { type Algorithm, ceilMs, decision, slackOf } from './algorithm.js';
 import type { RateLimitResult, RateLimitRule } from './store.js';
 
-/** GCRA's whole state: one timestamp. */
+/**
+ * GCRA's state: the theoretical arrival time (TAT, store clock), when the key would be back at full
+ * capacity. It is kept in two parts, whole milliseconds and the rest in token·ms (the fraction of a
+ * millisecond × `limit`), because one double cannot hold an epoch-sized time finely enough: at
+ * ~1.7e12 ms a double is exact to 2.4e-4 ms only, a quarter of a millisecond of drift per take at a
+ * million units per second and worse beyond. In two parts every quantity is exact for
+ * whole-millisecond clocks, at any rate.
+ */
 export interface GcraState {
-  /** Theoretical arrival time (store clock, ms): when the key would be back at full capacity. */
-  tat: number;
+  /** Whole milliseconds of the TAT. */
+  tatMs: number;
+  /** The rest of the TAT in token·ms, from 0 to `limit` (exclusive). */
+  tatRest: number;
 }
 
 /**
  * GCRA (generic cell rate algorithm, the virtual-scheduling form of the leaky bucket): the same
- * policy as the token bucket, stored as one timestamp. Each unit advances the theoretical arrival
- * time (TAT) by the emission interval `periodMs / limit`; a take is allowed while the TAT stays
- * within `burst × periodMs / limit` (tau) of now.
+ * policy as the token bucket, stored as one timestamp. Each unit advances the TAT by the emission
+ * interval `periodMs / limit`; a take is allowed while the TAT stays within `burst × periodMs /
+ * limit` (tau) of now. Computed in token·ms (durations × `limit`), the token bucket's scale: tau is
+ * `burst × periodMs`, a unit `periodMs`.
  */
 export const gcra: Algorithm<GcraState> = {
-  create(_rule: RateLimitRule, now: number): GcraState {
-    return { tat: now };
+  create(rule: RateLimitRule, now: number): GcraState {
+    const nowMs = Math.floor(now);
+    return { tatMs: nowMs, tatRest: (now - nowMs) * rule.limit };
   },
 
   take(state: GcraState, now: number, cost: number, rule: RateLimitRule): RateLimitResult {
-    // Mirrored by the Redis script with the same operations in the same order (it receives `unit`
-    // and `tau` computed exactly like this), so both stores compute the same doubles.
-    const unit = rule.periodMs / rule.limit;
-    const tau = (rule.burst * rule.periodMs) / rule.limit;
-    const tat = Math.max(state.tat, now);
-    const before = tat - now;
-    const debt = before + cost * unit;
-    // Allowed when the wait is within the epsilon; durations are rounded up after taking it off, so
-    // a refusal always says at least 1 ms and waiting exactly retryAfterMs is always enough.
-    const wait = debt - tau;
-    if (wait > TIME_EPSILON_MS) {
+    // Mirrored by the Redis script with the same operations in the same order, so both stores
+    // compute the same doubles.
+    const { limit, periodMs, burst } = rule;
+    const tau = burst * periodMs;
+    const slack = slackOf(periodMs);
+    const nowMs = Math.floor(now);
+    const nowRest = (now - nowMs) * limit;
+    // How far the TAT is ahead of now, in token·ms (0 when it is in the past).
+    let before = (state.tatMs - nowMs) * limit + (state.tatRest - nowRest);
+    if (before < 0) before = 0;
+    const debt = before + cost * periodMs;
+    const short = debt - tau;
+    if (short > slack) {
       return decision(
         false,
-        remainingOf(tau, before, unit),
-        ceilMs(wait - TIME_EPSILON_MS),
-        ceilMs(before - TIME_EPSILON_MS),
-        rule.burst,
+        remainingOf(tau, before, periodMs),
+        ceilMs((short - slack) / limit),
+        ceilMs((before - slack) / limit),
+        burst,
       );
     }
-    if (cost > 0) state.tat = now + debt;
-    return decision(true, remainingOf(tau, debt, unit), 0, ceilMs(debt - TIME_EPSILON_MS), rule.burst);
+    if (cost > 0) {
+      const ahead = nowRest + debt;
+      const whole = Math.floor(ahead / limit);
+      state.tatMs = nowMs + whole;
+      state.tatRest = ahead - whole * limit;
+    }
+    return decision(true, remainingOf(tau, debt, periodMs), 0, ceilMs((debt - slack) / limit), burst);
   },
 };
 
-/** Whole units available when the TAT is `debt` ms ahead of now (the 1e-9 absorbs rounding). */
-function remainingOf(tau: number, debt: number, unit: number): number {
-  return Math.max(Math.floor((tau - debt) / unit + 1e-9), 0);
+/** Whole units available when the TAT is `debt` token·ms ahead of now (the 1e-9 absorbs rounding). */
+function remainingOf(tau: number, debt: number, periodMs: number): number {
+  return Math.max(Math.floor((tau - debt) / periodMs + 1e-9), 0);
 }

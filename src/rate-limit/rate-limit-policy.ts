@@ -10,15 +10,15 @@ import type { RateLimitResult } from './store.js';
 /** Options of `limiter.policy(key, options)`. */
 export interface RateLimitPolicyOptions {
   /** Units each call takes. @default 1 */
-  readonly cost?: number;
+  readonly cost?: number | undefined;
   /** Wait for quota (like `limiter.wait`) instead of failing at once. @default false */
-  readonly wait?: boolean;
+  readonly wait?: boolean | undefined;
   /**
    * With `wait`, the longest to wait; the call's deadline (from an outer timeout or
    * `execute(op, { deadline })`) shortens it.
    * @default the limiter's `wait` default
    */
-  readonly maxWaitMs?: number;
+  readonly maxWaitMs?: number | undefined;
 }
 
 /** `limiter.policy(key)`: admission by a rate limiter before each call. */

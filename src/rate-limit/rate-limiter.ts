@@ -2,7 +2,16 @@ import { type Clock, systemClock } from '../core/clock.js';
 import { isStoreUnavailableError, StoreUnavailableError } from '../core/errors.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { isThenable, type Policy } from '../core/policy.js';
-import { isClock, nonNegative, oneOf, optionsObject, positiveInteger, show } from '../core/validate.js';
+import {
+  isClock,
+  nonNegative,
+  oneOf,
+  optionKeys,
+  optionsObject,
+  positiveInteger,
+  show,
+  storeKey,
+} from '../core/validate.js';
 import { MemoryRateLimitStore } from '../stores/memory/rate-limit.js';
 import { BlockedKeys } from './blocked-keys.js';
 import { RateLimitPolicy, type RateLimitPolicyOptions } from './rate-limit-policy.js';
@@ -26,16 +35,17 @@ export interface RateLimiterOptions extends RateLimitRuleOptions {
    * distinct limiter `name`s.
    * @default a new in-memory store (`memoryRateLimitStore({ maxKeys, clock })`)
    */
-  readonly store?: RateLimitStore;
+  readonly store?: RateLimitStore | undefined;
   /**
    * Bound of every per-key map the limiter keeps: the default in-memory store, the local memory of
    * blocked keys and the `local` fallback. Least recently used keys are evicted first; an evicted key
-   * restarts at full capacity.
+   * restarts at full capacity. A bound, not an allocation: the maps grow with the keys actually used,
+   * so any positive integer works (`2 ** 32` included); anything else is a `TypeError`.
    * @default 10_000
    */
-  readonly maxKeys?: number;
+  readonly maxKeys?: number | undefined;
   /** Time for the in-memory store, waits and the blocked-key memory. @default systemClock */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
   /**
    * When the store fails (a Redis error, or no answer within its deadline):
    * - `fail-closed`: `take`/`wait` reject and `policy` throws the `StoreUnavailableError` (kind
@@ -49,25 +59,45 @@ export interface RateLimiterOptions extends RateLimitRuleOptions {
    * Irrelevant for the in-memory store, which cannot fail.
    * @default 'fail-closed'
    */
-  readonly onStoreError?: StoreErrorMode;
+  readonly onStoreError?: StoreErrorMode | undefined;
   /** How many processes share the limit: the `local` fallback admits `1 / instances` of it. @default 1 */
-  readonly instances?: number;
+  readonly instances?: number | undefined;
 }
+
+const rateLimiterOptionKeys = optionKeys<RateLimiterOptions>({
+  algorithm: true,
+  limit: true,
+  periodMs: true,
+  burst: true,
+  buckets: true,
+  name: true,
+  store: true,
+  maxKeys: true,
+  clock: true,
+  onStoreError: true,
+  instances: true,
+});
 
 /** Options of {@link RateLimiter.wait}. */
 export interface RateLimitWaitOptions {
   /** Units to take. @default 1 */
-  readonly cost?: number;
+  readonly cost?: number | undefined;
   /** Gives up waiting: the wait rejects with `signal.reason`. */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   /**
-   * Longest to wait. When the next chance comes later than this, `wait` rejects at once with a
-   * `RateLimitedError` rather than sleeping in vain.
+   * Longest to wait. When this waiter's turn (estimated from its queue position: the units queued
+   * ahead plus its own cost, at the rule's rate) comes later than this, `wait` rejects at once with a
+   * `RateLimitedError` rather than sleeping in vain; one that leaves at this limit gets the estimate
+   * as `retryAfterMs` (≥ 1). Judged from when the store was asked, in whole ms, so on a remote store
+   * the wait may end up to one round trip later.
    * @default the longest an uncontended key can need: burst × periodMs / limit (token bucket, GCRA),
    * periodMs + periodMs / buckets (sliding window)
    */
-  readonly maxWaitMs?: number;
+  readonly maxWaitMs?: number | undefined;
 }
+
+const waitOptionKeys = optionKeys<RateLimitWaitOptions>({ cost: true, signal: true, maxWaitMs: true });
+const policyOptionKeys = optionKeys<RateLimitPolicyOptions>({ cost: true, wait: true, maxWaitMs: true });
 
 /** Emitted when a take is refused (including refusals answered from the blocked-key memory). */
 export interface RateLimitRejectedEvent {
@@ -115,7 +145,7 @@ export class RateLimiter<
 
   /** Use {@link rateLimiter}. */
   constructor(options: RateLimiterOptions) {
-    const o = optionsObject('rateLimiter options', options);
+    const o = optionsObject('rateLimiter options', options, rateLimiterOptionKeys);
     this.rule = ruleOf(o as RateLimiterOptions);
     const maxKeys = positiveInteger('maxKeys', o.maxKeys ?? 10_000);
     this.clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
@@ -156,7 +186,8 @@ export class RateLimiter<
    * default in-memory one); with a remote store it returns a promise, answers a key it just saw
    * refused from local memory without a round trip, and applies `onStoreError` when the store fails.
    *
-   * Throws (or, with a remote store, rejects with) a `TypeError` for an empty or non-string `key`, or
+   * Throws (or, with a remote store, rejects with) a `TypeError` for an empty or non-string `key`, a
+   * key that is not well-formed UTF-16 (a lone surrogate: refused on every store alike), or
    * a `cost` that is not a positive integer or exceeds `burst` (it could never be allowed).
    *
    * @example
@@ -165,14 +196,14 @@ export class RateLimiter<
    */
   take(key: string, cost = 1): R {
     if (this.sync) {
-      checkKey(key);
+      storeKey('key', key);
       if (cost !== 1) this.checkCost(cost);
       const result = (this.store as SyncRateLimitStore).take(key, cost, this.rule);
       if (!result.allowed && this.rejected.active) this.emitRejected(key, cost, result);
       return result as R;
     }
     try {
-      checkKey(key);
+      storeKey('key', key);
       if (cost !== 1) this.checkCost(cost);
     } catch (error) {
       return Promise.reject(error) as R;
@@ -186,11 +217,11 @@ export class RateLimiter<
    */
   peek(key: string): R {
     if (this.sync) {
-      checkKey(key);
+      storeKey('key', key);
       return (this.store as SyncRateLimitStore).peek(key, this.rule) as R;
     }
     try {
-      checkKey(key);
+      storeKey('key', key);
     } catch (error) {
       return Promise.reject(error) as R;
     }
@@ -208,9 +239,11 @@ export class RateLimiter<
   /**
    * Waits until `cost` units can be taken from `key`, takes them and resolves with the decision.
    * Waiters of one key are served in arrival order, and only the first asks the store (once per
-   * refill, not once per waiter). Rejects with a `RateLimitedError` as soon as the next chance is
-   * later than `maxWaitMs` (so it never sleeps in vain), with `signal.reason` on abort (the sleep ends
-   * at once, no timer left), and with the `StoreUnavailableError` under `fail-closed`.
+   * refill, not once per waiter). Rejects with a `RateLimitedError` as soon as its turn is known to be
+   * later than `maxWaitMs` (so it never sleeps in vain: `maxWaitMs: 0` behind a waiting head is
+   * refused at once), with `signal.reason` on abort (the sleep ends at once, no timer or listener
+   * left; waits sharing a signal share one listener), and with the `StoreUnavailableError` under
+   * `fail-closed`.
    *
    * @example
    * await limiter.wait('partner-api', { signal, maxWaitMs: 5_000 });
@@ -221,8 +254,8 @@ export class RateLimiter<
     let maxWaitMs: number;
     let signal: AbortSignal | undefined;
     try {
-      checkKey(key);
-      const o = optionsObject('wait options', options);
+      storeKey('key', key);
+      const o = optionsObject('wait options', options, waitOptionKeys);
       cost = o.cost ?? 1;
       if (cost !== 1) this.checkCost(cost);
       maxWaitMs =
@@ -234,7 +267,7 @@ export class RateLimiter<
     } catch (error) {
       return Promise.reject(error);
     }
-    this.waiters ??= new WaitQueue((k, c) => this.take(k, c), this.clock, this.rule.burst);
+    this.waiters ??= new WaitQueue((k, c) => this.take(k, c), this.clock, this.rule);
     return this.waiters.wait(key, cost, maxWaitMs, signal);
   }
 
@@ -249,8 +282,8 @@ export class RateLimiter<
    * const partner = pipeline(timeout(2_000), limiter.policy('partner-api', { wait: true }), retry());
    */
   policy(key: string, options?: RateLimitPolicyOptions): Policy {
-    checkKey(key);
-    const o = optionsObject('policy options', options);
+    storeKey('key', key);
+    const o = optionsObject('policy options', options, policyOptionKeys);
     const cost = o.cost ?? 1;
     if (cost !== 1) this.checkCost(cost);
     const maxWaitMs = o.maxWaitMs === undefined ? undefined : nonNegative('maxWaitMs', o.maxWaitMs, true);
@@ -267,12 +300,12 @@ export class RateLimiter<
   reset(key: string): ResetReturn<R> {
     type Out = ResetReturn<R>;
     if (this.sync) {
-      checkKey(key);
+      storeKey('key', key);
       (this.store as SyncRateLimitStore).reset(key, this.rule);
       return undefined as Out;
     }
     try {
-      checkKey(key);
+      storeKey('key', key);
     } catch (error) {
       return Promise.reject(error) as Out;
     }
@@ -386,12 +419,6 @@ export class RateLimiter<
   }
 }
 
-function checkKey(key: unknown): void {
-  if (typeof key !== 'string' || key.length === 0) {
-    throw new TypeError(`expected "key" to be a non-empty string, got ${show(key)}`);
-  }
-}
-
 function asStoreError(error: unknown): StoreUnavailableError {
   return isStoreUnavailableError(error)
     ? error
@@ -411,7 +438,7 @@ function asStoreError(error: unknown): StoreUnavailableError {
  * limit, `take()` returns a promise, and `onStoreError` decides what a Redis failure means.
  *
  * Throws a `TypeError` naming the option for: `limit`/`burst` not positive integers, `periodMs` not a
- * positive finite number, more than 1000 units per ms, `burst` ≠ `limit` or `buckets` outside 1–1000
+ * positive finite number, `burst` × `periodMs` above 2^53 − 1, `burst` ≠ `limit` or `buckets` outside 1–1000
  * for `sliding-window`, `buckets` for another algorithm, an unknown `algorithm` or `onStoreError`, a
  * bad `name`, `maxKeys`, `instances`, `clock` or `store`.
  *
@@ -427,7 +454,7 @@ function asStoreError(error: unknown): StoreUnavailableError {
  * const decision = await shared.take(`tenant:${tenantId}`);
  */
 export function rateLimiter(
-  options: RateLimiterOptions & { readonly store?: SyncRateLimitStore },
+  options: RateLimiterOptions & { readonly store?: SyncRateLimitStore | undefined },
 ): RateLimiter<RateLimitResult>;
 export function rateLimiter(options: RateLimiterOptions): RateLimiter<Promise<RateLimitResult>>;
 export function rateLimiter(options: RateLimiterOptions): RateLimiter {

@@ -8,7 +8,7 @@ import type { RateLimitAlgorithm, RateLimitRule } from './store.js';
 /** The rule options of `rateLimiter()`. */
 export interface RateLimitRuleOptions {
   /** @default 'gcra' */
-  readonly algorithm?: RateLimitAlgorithm;
+  readonly algorithm?: RateLimitAlgorithm | undefined;
   /** Units admitted per `periodMs` on average: a positive integer. Required. */
   readonly limit: number;
   /** The period of `limit` in milliseconds: a positive finite number. Required. */
@@ -18,36 +18,28 @@ export interface RateLimitRuleOptions {
    * `sliding-window` it is `limit` and may only be omitted or equal to it.
    * @default limit
    */
-  readonly burst?: number;
+  readonly burst?: number | undefined;
   /**
    * `sliding-window` only: sub-windows per window, from 1 to 1000. More is more exact (quota comes
    * back at most `periodMs / buckets` late) and costs memory (`buckets + 1` numbers per key).
    * @default 10
    */
-  readonly buckets?: number;
+  readonly buckets?: number | undefined;
   /**
    * The limiter's name: its namespace in a shared store and its policy name in `RateLimit-Policy`
    * headers. 1–64 characters from `A–Z a–z 0–9 _ . : -`. Limiters sharing a store need distinct names.
    * @default 'default'
    */
-  readonly name?: string;
+  readonly name?: string | undefined;
 }
 
 const algorithms: readonly RateLimitAlgorithm[] = ['token-bucket', 'gcra', 'sliding-window'];
 const namePattern = /^[A-Za-z0-9_.:-]{1,64}$/;
-/** The finest rate a rule may have: 1000 units per millisecond (see the GCRA time epsilon). */
-const MAX_UNITS_PER_MS = 1000;
-
 /** Validates rule options; throws a `TypeError` naming the first bad option. */
 export function ruleOf(options: RateLimitRuleOptions): RateLimitRule {
   const algorithm = oneOf<RateLimitAlgorithm>('algorithm', options.algorithm ?? 'gcra', algorithms);
   const limit = positiveInteger('limit', options.limit);
   const periodMs = positive('periodMs', options.periodMs);
-  if (limit / periodMs > MAX_UNITS_PER_MS) {
-    throw new TypeError(
-      `expected "limit" to be at most ${MAX_UNITS_PER_MS} per millisecond of "periodMs" (use a larger unit), got ${limit} per ${periodMs} ms`,
-    );
-  }
   let burst: number;
   let buckets = 1;
   if (algorithm === 'sliding-window') {

@@ -54,7 +54,7 @@ export interface RateLimitResult {
    * `onStoreError` mode: `fail-open` (admitted blindly; the numbers mean nothing) or `local` (made
    * by the local in-memory fallback at `limit / instances`).
    */
-  readonly fallback?: 'fail-open' | 'local';
+  readonly fallback?: 'fail-open' | 'local' | undefined;
 }
 
 /**
@@ -77,7 +77,7 @@ export interface RateLimitStore {
    * True when `take`, `peek` and `reset` return plain values, never promises (the in-memory store).
    * The limiter then answers synchronously and keeps no local cache of blocked keys.
    */
-  readonly synchronous?: boolean;
+  readonly synchronous?: boolean | undefined;
   /**
    * Takes `cost` units (a positive integer ≤ `rule.burst`) from `key` if they are available now,
    * atomically. Resolves with the decision; rejects only when the store failed.

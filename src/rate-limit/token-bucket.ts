@@ -1,10 +1,11 @@
-import { type Algorithm, ceilMs, decision, TIME_EPSILON_MS } from './algorithm.js';
+import { type Algorithm, ceilMs, decision, slackOf } from './algorithm.js';
 import type { RateLimitResult, RateLimitRule } from './store.js';
 
 /**
  * A token bucket's state. The level is kept in token·milliseconds (tokens × `periodMs`), so a refill
  * of `elapsed × limit` and a take of `cost × periodMs` are exact for whole-millisecond times: no
- * rounding drift ever refuses a client that keeps to its rate.
+ * rounding drift ever refuses a client that keeps to its rate, or admits more than the rate, at any
+ * rate (a billion units per second included).
  */
 export interface TokenBucketState {
   /** Tokens × periodMs, from 0 to burst × periodMs. */
@@ -25,6 +26,7 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   take(state: TokenBucketState, now: number, cost: number, rule: RateLimitRule): RateLimitResult {
     const { limit, periodMs, burst } = rule;
     const capacity = burst * periodMs;
+    const slack = slackOf(periodMs);
     let level = state.level;
     let last = state.last;
     // A clock that steps back refills nothing until it catches up.
@@ -33,13 +35,11 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
       if (level > capacity) level = capacity;
       last = now;
     }
-    const need = cost * periodMs;
-    // The same tolerance as GCRA (a take due within 1e-6 ms is allowed), so both decide alike and
-    // a refusal always says at least 1 ms.
-    const wait = (need - level) / limit;
-    if (wait <= TIME_EPSILON_MS) {
-      level -= need;
-      if (level < 0) level = 0;
+    // What is missing, in token·ms: the same quantity and comparison as GCRA's, so both decide
+    // alike, and a refusal always says at least 1 ms.
+    const short = cost * periodMs - level;
+    if (short <= slack) {
+      level = short > 0 ? 0 : -short;
       if (cost > 0) {
         state.level = level;
         state.last = last;
@@ -48,15 +48,15 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
         true,
         Math.floor(level / periodMs + 1e-9),
         0,
-        ceilMs((capacity - level) / limit - TIME_EPSILON_MS),
+        ceilMs((capacity - level - slack) / limit),
         burst,
       );
     }
     return decision(
       false,
       Math.floor(level / periodMs + 1e-9),
-      ceilMs(wait - TIME_EPSILON_MS),
-      ceilMs((capacity - level) / limit - TIME_EPSILON_MS),
+      ceilMs((short - slack) / limit),
+      ceilMs((capacity - level - slack) / limit),
       burst,
     );
   },

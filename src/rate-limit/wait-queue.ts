@@ -1,32 +1,220 @@
-import { canAbort } from '../core/abort.js';
+import { canAbort, offAbort, onAbort } from '../core/abort.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { isThenable } from '../core/policy.js';
 import { RateLimitedError } from './errors.js';
-import type { RateLimitResult } from './store.js';
+import type { RateLimitResult, RateLimitRule } from './store.js';
 
 /** Takes `cost` from `key` (the limiter's take, store failures and all). */
 export type Take = (key: string, cost: number) => RateLimitResult | Promise<RateLimitResult>;
 
-interface Waiter {
-  readonly cost: number;
-  /** Absolute time (limiter clock) after which the waiter gives up; Infinity for none. */
-  readonly deadline: number;
-  readonly signal: AbortSignal | undefined;
-  readonly resolve: (result: RateLimitResult) => void;
-  readonly reject: (error: unknown) => void;
-  done: boolean;
-  timer: TimerHandle | undefined;
-  onAbort: (() => void) | undefined;
-  /** The last refusal seen for this waiter, for the error when it gives up. */
-  lastRefusal: RateLimitResult | undefined;
+/**
+ * The earliest time (limiter clock) a waiter can be served, from its queue position: `behind`
+ * units queued after the head up to and including its own cost, at the rule's rate.
+ *
+ * With `readyAt`, the time the head's own units come back (known from its last refusal), the token
+ * bucket and GCRA need `behind` units more at `periodMs / limit` each; the sliding window admits at
+ * most `limit` units from then on in any window of `periodMs`, so the head's and these units take
+ * `ceil(units / limit) − 1` further windows. Without it (the head's first take is still on its way
+ * to the store) only the rate bounds it: a full bucket admits `burst` at once.
+ *
+ * A lower bound up to the store's rounding of the head's `retryAfterMs` to whole milliseconds:
+ * other takers only make the real turn later.
+ */
+function turnAt(
+  rule: RateLimitRule,
+  now: number,
+  readyAt: number | undefined,
+  headCost: number,
+  behind: number,
+): number {
+  const { limit, periodMs, burst } = rule;
+  if (rule.algorithm === 'sliding-window') {
+    const windows = Math.ceil((headCost + behind) / limit) - 1;
+    return (readyAt ?? now) + windows * periodMs;
+  }
+  const units = readyAt === undefined ? headCost + behind - burst : behind;
+  return (readyAt ?? now) + (Math.max(0, units) * periodMs) / limit;
 }
 
-/** The waiters of one key, served first come, first served. */
-interface KeyQueue {
-  readonly waiters: Waiter[];
+/**
+ * One caller of `wait()`. It is also its own abort listener (`handleEvent`), so a waiter with a
+ * signal costs no closure, and all the waiters sharing a signal share one real listener on it.
+ */
+class Waiter {
+  done = false;
+  timer: TimerHandle | undefined = undefined;
+
+  constructor(
+    readonly queue: KeyQueue,
+    readonly cost: number,
+    /** Absolute time (limiter clock) after which the waiter gives up; Infinity for none. */
+    readonly deadline: number,
+    readonly signal: AbortSignal | undefined,
+    readonly resolve: (result: RateLimitResult) => void,
+    readonly reject: (error: unknown) => void,
+  ) {}
+
+  handleEvent(): void {
+    this.queue.leave(this, this.signal!.reason);
+  }
+}
+
+/**
+ * The waiters of one key, served first come, first served, by one pump: only the head asks the
+ * store, sleeping exactly `retryAfterMs` between refusals.
+ */
+class KeyQueue {
+  readonly waiters: Waiter[] = [];
+  /** The sum of the queued waiters' costs. */
+  units = 0;
+  /** When the head's units come back (its last refusal); undefined while its first take is out. */
+  readyAt: number | undefined = undefined;
+  /** A waiter joined while `readyAt` was unknown: check everyone's turn once it is known. */
+  unchecked = false;
   /** Ends the pump's current sleep early (the head left). */
-  wake: (() => void) | undefined;
-  sleepTimer: TimerHandle | undefined;
+  private wake: (() => void) | undefined = undefined;
+  private sleepTimer: TimerHandle | undefined = undefined;
+
+  constructor(
+    private readonly owner: WaitQueue,
+    readonly key: string,
+  ) {}
+
+  /**
+   * Queues `waiter` behind the others, or refuses it at once (false) when its turn is estimated
+   * after its deadline. `behind` counts the units after the head up to and including its own.
+   */
+  join(waiter: Waiter, now: number): boolean {
+    const head = this.waiters[0];
+    if (head !== undefined) {
+      const turn = turnAt(
+        this.owner.rule,
+        now,
+        this.readyAt,
+        head.cost,
+        this.units - head.cost + waiter.cost,
+      );
+      // One ms of slack: the head's readiness is known to whole milliseconds only.
+      if (turn - 1 > waiter.deadline) {
+        waiter.reject(this.owner.refusal(this.key, turn - now, 0, 'turn'));
+        return false;
+      }
+      if (this.readyAt === undefined) this.unchecked = true;
+    }
+    this.waiters.push(waiter);
+    this.units += waiter.cost;
+    return true;
+  }
+
+  async pump(): Promise<void> {
+    const { clock, take } = this.owner;
+    const waiters = this.waiters;
+    while (waiters.length > 0) {
+      const head = waiters[0]!;
+      // The deadline is judged from when the store was asked (it decided then or later, so a round
+      // trip never refuses a waiter whose quota comes back in time), in whole milliseconds like
+      // retryAfterMs itself: a clock that reads fractions of a millisecond (systemClock, Redis
+      // TIME) moves on between the wait's start and the ask, and the store rounds its wait up.
+      const asked = clock.now();
+      let result: RateLimitResult;
+      try {
+        const pending = take(this.key, head.cost);
+        result = isThenable<RateLimitResult>(pending) ? await pending : pending;
+      } catch (error) {
+        this.finish(head);
+        head.reject(error);
+        continue;
+      }
+      // The head left (abort, deadline) while its take was in flight: an allowed take is then
+      // spent for nobody, which errs on the side of admitting less.
+      if (head.done) continue;
+      if (result.allowed) {
+        this.finish(head);
+        head.resolve(result);
+        continue;
+      }
+      this.readyAt = asked + result.retryAfterMs;
+      if (result.retryAfterMs > Math.ceil(head.deadline - asked)) {
+        this.finish(head);
+        head.reject(this.owner.refusal(this.key, result.retryAfterMs, result.remaining, 'refused'));
+        continue;
+      }
+      if (this.unchecked) this.checkTurns();
+      await this.sleep(result.retryAfterMs);
+    }
+    this.owner.drop(this);
+  }
+
+  /** Refuses the waiters behind the head whose turn now turns out to come after their deadline. */
+  private checkTurns(): void {
+    this.unchecked = false;
+    const now = this.owner.clock.now();
+    const waiters = this.waiters;
+    const head = waiters[0]!;
+    let behind = 0;
+    for (let i = 1; i < waiters.length; i++) {
+      const waiter = waiters[i]!;
+      behind += waiter.cost;
+      const turn = turnAt(this.owner.rule, now, this.readyAt, head.cost, behind);
+      if (turn - 1 > waiter.deadline) {
+        this.finish(waiter);
+        waiter.reject(this.owner.refusal(this.key, turn - now, 0, 'turn'));
+        behind -= waiter.cost;
+        i--;
+      }
+    }
+  }
+
+  /** A waiter behind the head reached its deadline: it leaves with the estimate of its turn. */
+  expire(waiter: Waiter): void {
+    const waiters = this.waiters;
+    const head = waiters[0]!;
+    if (waiter.done || head === waiter) return; // the head's deadline is the pump's to enforce
+    let behind = 0;
+    for (let i = 1; i < waiters.length && waiters[i - 1] !== waiter; i++) behind += waiters[i]!.cost;
+    const now = this.owner.clock.now();
+    const turn = turnAt(this.owner.rule, now, this.readyAt, head.cost, behind);
+    this.leave(waiter, this.owner.refusal(this.key, turn - now, 0, 'deadline'));
+  }
+
+  /** A waiter leaves before being served: rejects it and, if it was the head, wakes the pump. */
+  leave(waiter: Waiter, reason: unknown): void {
+    if (waiter.done) return;
+    const wasHead = this.waiters[0] === waiter;
+    this.finish(waiter);
+    waiter.reject(reason);
+    if (wasHead) this.wake?.();
+  }
+
+  /** Removes a waiter from the queue and releases its timer and abort subscription. */
+  private finish(waiter: Waiter): void {
+    waiter.done = true;
+    const waiters = this.waiters;
+    const index = waiters.indexOf(waiter);
+    if (index === 0) this.readyAt = undefined; // the next head has not asked yet
+    if (index !== -1) {
+      waiters.splice(index, 1);
+      this.units -= waiter.cost;
+    }
+    if (waiter.timer !== undefined) this.owner.clock.clearTimer(waiter.timer);
+    if (waiter.signal !== undefined) offAbort(waiter.signal, waiter);
+  }
+
+  /** Sleeps `ms`, or less if the head leaves meanwhile. */
+  private sleep(ms: number): Promise<void> {
+    const clock = this.owner.clock;
+    return new Promise<void>((resolve) => {
+      const wake = (): void => {
+        if (this.wake !== wake) return;
+        this.wake = undefined;
+        if (this.sleepTimer !== undefined) clock.clearTimer(this.sleepTimer);
+        this.sleepTimer = undefined;
+        resolve();
+      };
+      this.wake = wake;
+      this.sleepTimer = clock.setTimer(wake, ms);
+    });
+  }
 }
 
 /**
@@ -36,16 +224,20 @@ interface KeyQueue {
  * the head holds back smaller ones behind it, as with Go's `rate.Limiter.Wait`). Fairness holds
  * within one process; waiters in other processes poll the shared store independently.
  *
+ * Every waiter's turn is estimated from its queue position (see {@link turnAt}): one whose turn
+ * comes after its deadline is refused at once, and one that leaves at its deadline carries the
+ * estimate as `retryAfterMs` (at least 1 ms: it could not be served yet).
+ *
  * The queue map holds only keys that have waiters; each waiter leaves by success, refusal (its
- * next chance is after its deadline), its deadline timer, or its signal.
+ * turn is after its deadline), its deadline timer, or its signal.
  */
 export class WaitQueue {
   private readonly queues = new Map<string, KeyQueue>();
 
   constructor(
-    private readonly take: Take,
-    private readonly clock: Clock,
-    private readonly limit: number,
+    readonly take: Take,
+    readonly clock: Clock,
+    readonly rule: RateLimitRule,
   ) {}
 
   /** Resolves with the allowed decision, or rejects (RateLimitedError, store error, abort reason). */
@@ -57,39 +249,31 @@ export class WaitQueue {
   ): Promise<RateLimitResult> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<RateLimitResult>((resolve, reject) => {
-      const waiter: Waiter = {
-        cost,
-        deadline: maxWaitMs === Infinity ? Infinity : this.clock.now() + maxWaitMs,
-        signal: signal !== undefined && canAbort(signal) ? signal : undefined,
-        resolve,
-        reject,
-        done: false,
-        timer: undefined,
-        onAbort: undefined,
-        lastRefusal: undefined,
-      };
+      const now = this.clock.now();
       let queue = this.queues.get(key);
       const start = queue === undefined;
       if (queue === undefined) {
-        queue = { waiters: [], wake: undefined, sleepTimer: undefined };
+        queue = new KeyQueue(this, key);
         this.queues.set(key, queue);
       }
-      queue.waiters.push(waiter);
-      const q = queue;
-      if (waiter.signal !== undefined) {
-        const abortSignal = waiter.signal;
-        waiter.onAbort = () => this.leave(q, waiter, abortSignal.reason);
-        abortSignal.addEventListener('abort', waiter.onAbort, { once: true });
-      }
+      const waiter = new Waiter(
+        queue,
+        cost,
+        maxWaitMs === Infinity ? Infinity : now + maxWaitMs,
+        signal !== undefined && canAbort(signal) ? signal : undefined,
+        resolve,
+        reject,
+      );
+      if (!queue.join(waiter, now)) return;
+      if (waiter.signal !== undefined) onAbort(waiter.signal, waiter);
       // A waiter behind the head leaves at its deadline. The head's deadline is the pump's to
       // enforce (it never sleeps past it and refuses when the next chance comes later), so a head
       // whose quota comes back exactly at its deadline is still served.
       if (waiter.deadline !== Infinity && maxWaitMs > 0) {
-        waiter.timer = this.clock.setTimer(() => {
-          if (q.waiters[0] !== waiter) this.leave(q, waiter, this.refusal(key, waiter, 'deadline'));
-        }, maxWaitMs);
+        const q = queue;
+        waiter.timer = this.clock.setTimer(() => q.expire(waiter), maxWaitMs);
       }
-      if (start) void this.pump(key, q);
+      if (start) void queue.pump();
     });
   }
 
@@ -100,82 +284,31 @@ export class WaitQueue {
     return size;
   }
 
-  private async pump(key: string, queue: KeyQueue): Promise<void> {
-    const waiters = queue.waiters;
-    while (waiters.length > 0) {
-      const head = waiters[0]!;
-      let result: RateLimitResult;
-      try {
-        const pending = this.take(key, head.cost);
-        result = isThenable<RateLimitResult>(pending) ? await pending : pending;
-      } catch (error) {
-        this.finish(queue, head);
-        head.reject(error);
-        continue;
-      }
-      // The head left (abort, deadline) while its take was in flight: an allowed take is then
-      // spent for nobody, which errs on the side of admitting less.
-      if (head.done) continue;
-      if (result.allowed) {
-        this.finish(queue, head);
-        head.resolve(result);
-        continue;
-      }
-      head.lastRefusal = result;
-      const now = this.clock.now();
-      if (now + result.retryAfterMs > head.deadline) {
-        this.finish(queue, head);
-        head.reject(this.refusal(key, head, 'refused'));
-        continue;
-      }
-      await this.sleep(queue, result.retryAfterMs);
-    }
-    this.queues.delete(key);
+  /** Forgets a queue whose last waiter left. */
+  drop(queue: KeyQueue): void {
+    this.queues.delete(queue.key);
   }
 
-  /** Sleeps `ms`, or less if the head leaves meanwhile. */
-  private sleep(queue: KeyQueue, ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const wake = (): void => {
-        if (queue.wake !== wake) return;
-        queue.wake = undefined;
-        if (queue.sleepTimer !== undefined) this.clock.clearTimer(queue.sleepTimer);
-        queue.sleepTimer = undefined;
-        resolve();
-      };
-      queue.wake = wake;
-      queue.sleepTimer = this.clock.setTimer(wake, ms);
-    });
-  }
-
-  /** A waiter leaves before being served: rejects it and, if it was the head, wakes the pump. */
-  private leave(queue: KeyQueue, waiter: Waiter, reason: unknown): void {
-    if (waiter.done) return;
-    const wasHead = queue.waiters[0] === waiter;
-    this.finish(queue, waiter);
-    waiter.reject(reason);
-    if (wasHead) queue.wake?.();
-  }
-
-  /** Removes a waiter from its queue and releases its timer and listener. */
-  private finish(queue: KeyQueue, waiter: Waiter): void {
-    waiter.done = true;
-    const index = queue.waiters.indexOf(waiter);
-    if (index !== -1) queue.waiters.splice(index, 1);
-    if (waiter.timer !== undefined) this.clock.clearTimer(waiter.timer);
-    if (waiter.onAbort !== undefined) waiter.signal?.removeEventListener('abort', waiter.onAbort);
-  }
-
-  private refusal(key: string, waiter: Waiter, why: 'refused' | 'deadline'): RateLimitedError {
-    const last = waiter.lastRefusal;
-    const retryAfterMs = last === undefined ? 0 : Math.max(0, Math.ceil(last.retryAfterMs));
+  /**
+   * The error of a waiter that gives up: quota for its cost is `waitMs` away (at least 1 ms, since
+   * it could not be served now).
+   */
+  refusal(
+    key: string,
+    waitMs: number,
+    remaining: number,
+    why: 'refused' | 'turn' | 'deadline',
+  ): RateLimitedError {
+    const retryAfterMs = Math.max(1, Math.ceil(waitMs));
     return new RateLimitedError(key, retryAfterMs, {
-      limit: this.limit,
-      remaining: last?.remaining ?? 0,
+      limit: this.rule.burst,
+      remaining,
       message:
         why === 'refused'
           ? `rate limit exceeded: quota for this cost comes back in ${retryAfterMs} ms, after the wait limit`
-          : 'rate limit exceeded: no quota came back within the wait limit',
+          : why === 'turn'
+            ? `rate limit exceeded: this waiter's turn comes in ${retryAfterMs} ms, after the wait limit`
+            : `rate limit exceeded: no quota came back within the wait limit; this waiter's turn comes in ${retryAfterMs} ms`,
     });
   }
 }

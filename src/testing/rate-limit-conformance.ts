@@ -11,8 +11,8 @@
  *
  * @example
  * import { describe, it } from 'vitest';
- * import { FakeClock } from 'bulwark/testing';
- * import { rateLimitStoreConformance } from 'bulwark/testing';
+ * import { memoryRateLimitStore } from 'bulwark';
+ * import { FakeClock, rateLimitStoreConformance } from 'bulwark/testing';
  *
  * rateLimitStoreConformance('memory store', () => {
  *   const clock = new FakeClock(1_000_000);
@@ -229,6 +229,40 @@ export function rateLimitStoreConformance(
           equal((await take(f.store, odd, 1, r)).allowed, false, 'and keeps its own state');
         });
 
+        scenario(
+          'distinct keys never share state: an ill-formed key keeps its own or is refused with a TypeError',
+          async (f) => {
+            const r = rule(algorithm, 1, 3_600_000);
+            // Well-formed keys that a lossy encoding would merge with the ill-formed ones below.
+            for (const key of ['\uFFFD', '\uD83D\uDE00', 'a\uFFFDb']) {
+              equal((await take(f.store, key, 1, r)).allowed, true, `${JSON.stringify(key)} is a key`);
+              equal(
+                (await take(f.store, key, 1, r)).allowed,
+                false,
+                `${JSON.stringify(key)} keeps its own state`,
+              );
+            }
+            // Lone surrogates: a store either keeps each apart (the memory store can) or refuses it with
+            // a TypeError (Redis clients write a lone surrogate as U+FFFD); it never merges them.
+            for (const key of ['\uD800', '\uDBFF', '\uDE00', 'a\uD800b', '\uD83D']) {
+              let result: RateLimitResult;
+              try {
+                result = await f.store.take(key, 1, r);
+              } catch (error) {
+                if (!(error instanceof TypeError))
+                  fail(`${JSON.stringify(key)}: expected its own state or a TypeError, got ${String(error)}`);
+                continue;
+              }
+              integerResult(result, `take(${JSON.stringify(key)}, 1)`);
+              equal(
+                result.allowed,
+                true,
+                `${JSON.stringify(key)} has its own state, apart from every other key`,
+              );
+            }
+          },
+        );
+
         scenario('quota comes back after retryAfterMs', async (f) => {
           const r = rule(algorithm, 1, 400);
           equal((await take(f.store, 'k', 1, r)).allowed, true, 'first take');
@@ -239,6 +273,45 @@ export function rateLimitStoreConformance(
           await f.elapse(refused.retryAfterMs);
           const again = await take(f.store, 'k', 1, r);
           equal(again.allowed, true, 'allowed once retryAfterMs has passed');
+        });
+
+        scenario('a bandwidth rule: a billion units per second, cost = bytes', async (f) => {
+          const r = rule(algorithm, 1_000_000_000, 1_000);
+          const perMs = 1_000_000; // what one ms of store time gives back (token bucket, GCRA)
+          const refill = algorithm === 'sliding-window' ? 0 : f.slackMs * perMs;
+          for (const expected of [750_000_000, 500_000_000, 250_000_000]) {
+            const result = await take(f.store, 'link', 250_000_000, r);
+            equal(result.allowed, true, 'a quarter of the burst allowed');
+            within(result.remaining, expected, expected + refill, 'remaining after a quarter');
+          }
+          for (const expected of [999_998_500, 999_997_000, 999_995_500]) {
+            const packet = await take(f.store, 'packets', 1_500, r);
+            equal(packet.allowed, true, 'a 1500-byte packet allowed');
+            within(
+              packet.remaining,
+              expected,
+              Math.min(expected + refill, 999_998_500),
+              'remaining after a packet',
+            );
+          }
+          if (f.slackMs > 0) return; // what follows counts single units: exact on a fake clock only
+          equal((await take(f.store, 'link', 250_000_000, r)).remaining, 0, 'the burst taken exactly');
+          const refused = await take(f.store, 'link', 1, r);
+          equal(refused.allowed, false, 'not one byte more');
+          equal(refused.retryAfterMs, algorithm === 'sliding-window' ? 1_100 : 1, 'retryAfterMs of one byte');
+          if (algorithm === 'sliding-window') return;
+          await f.elapse(1);
+          equal((await take(f.store, 'link', perMs, r)).allowed, true, 'one ms gives back exactly a million');
+          equal((await take(f.store, 'link', 1, r)).allowed, false, 'and not one more');
+        });
+
+        scenario('a tiny rule: one unit per day', async (f) => {
+          const r = rule(algorithm, 1, 86_400_000);
+          equal((await take(f.store, 'k', 1, r)).allowed, true, 'the one unit of the day');
+          const refused = await take(f.store, 'k', 1, r);
+          equal(refused.allowed, false, 'a second one refused');
+          const back = firstUnitBack(r);
+          within(refused.retryAfterMs, back.low - f.slackMs, back.high, 'retryAfterMs about a day');
         });
 
         scenario('50 concurrent takes of a burst of 10 admit exactly 10', async (f) => {

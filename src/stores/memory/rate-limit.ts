@@ -1,8 +1,9 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../../core/clock.js';
-import { isClock, optionsObject, positiveInteger } from '../../core/validate.js';
+import { isClock, optionKeys, optionsObject, positiveInteger } from '../../core/validate.js';
 import type { Algorithm } from '../../rate-limit/algorithm.js';
 import { gcra } from '../../rate-limit/gcra.js';
+import { keyMap } from '../../rate-limit/key-map.js';
 import { sameRule } from '../../rate-limit/rule.js';
 import { slidingWindowCounter } from '../../rate-limit/sliding-window-counter.js';
 import type {
@@ -17,13 +18,16 @@ import { tokenBucket } from '../../rate-limit/token-bucket.js';
 export interface MemoryRateLimitStoreOptions {
   /**
    * Most keys kept per limiter name; beyond it the least recently used key is evicted and restarts
-   * at full capacity when seen again.
+   * at full capacity when seen again. A bound, not an allocation: memory grows with the keys actually
+   * stored, so any positive integer works (`2 ** 32` included); anything else is a `TypeError`.
    * @default 10_000
    */
-  readonly maxKeys?: number;
+  readonly maxKeys?: number | undefined;
   /** The clock that decides (the store's clock is authoritative). @default systemClock */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
 }
+
+const memoryStoreOptionKeys = optionKeys<MemoryRateLimitStoreOptions>({ maxKeys: true, clock: true });
 
 const algorithms: Readonly<Record<RateLimitAlgorithm, Algorithm<object>>> = {
   'token-bucket': tokenBucket,
@@ -55,7 +59,7 @@ export class MemoryRateLimitStore implements SyncRateLimitStore {
 
   /** Use {@link memoryRateLimitStore}. */
   constructor(options?: MemoryRateLimitStoreOptions) {
-    const o = optionsObject('memoryRateLimitStore options', options);
+    const o = optionsObject('memoryRateLimitStore options', options, memoryStoreOptionKeys);
     this.maxKeys = positiveInteger('maxKeys', o.maxKeys ?? 10_000);
     this.clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
   }
@@ -96,7 +100,7 @@ export class MemoryRateLimitStore implements SyncRateLimitStore {
       partition = {
         rule,
         algorithm: algorithms[rule.algorithm],
-        states: new LRUCache<string, object>({ max: this.maxKeys }),
+        states: keyMap<object>(this.maxKeys),
       };
       this.partitions.set(rule.name, partition);
     } else if (!sameRule(partition.rule, rule)) {

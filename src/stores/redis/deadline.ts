@@ -15,7 +15,7 @@ export const DEFAULT_STORE_TIMEOUT_MS = 100;
 
 /** What the deadline needs to know of a client: its ioredis connection status, if any. */
 export interface StatusSource {
-  readonly status?: string;
+  readonly status?: string | undefined;
 }
 
 /**

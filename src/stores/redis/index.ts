@@ -5,7 +5,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { type Clock, systemClock } from '../../core/clock.js';
-import { isClock, optionsObject, positive, show } from '../../core/validate.js';
+import { isClock, optionKeys, optionsObject, positive, show } from '../../core/validate.js';
 import { DEFAULT_STORE_TIMEOUT_MS, StoreDeadline } from './deadline.js';
 import { type RateLimitRedisClient, RedisRateLimitStore } from './rate-limit.js';
 
@@ -17,16 +17,18 @@ export interface RedisStoresOptions {
    * Prepended to every key the stores write (after the client's own `keyPrefix`, if any).
    * @default 'bulwark:'
    */
-  readonly prefix?: string;
+  readonly prefix?: string | undefined;
   /**
    * Deadline of each store call in milliseconds: past it the call fails with
    * `StoreUnavailableError`, whatever ioredis is still doing with the command.
    * @default 100
    */
-  readonly timeoutMs?: number;
+  readonly timeoutMs?: number | undefined;
   /** Clock of the deadline timers (decisions use the server's `TIME`). @default systemClock */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
 }
+
+const redisStoresOptionKeys = optionKeys<RedisStoresOptions>({ prefix: true, timeoutMs: true, clock: true });
 
 /** The Redis stores of one client. Each is created on first access. */
 export interface RedisStores {
@@ -59,7 +61,7 @@ export function redisStores(client: Redis | Cluster, options?: RedisStoresOption
   ) {
     throw new TypeError(`expected "client" to be an ioredis Redis or Cluster client, got ${show(client)}`);
   }
-  const o = optionsObject('redisStores options', options);
+  const o = optionsObject('redisStores options', options, redisStoresOptionKeys);
   const prefix = o.prefix ?? 'bulwark:';
   if (typeof prefix !== 'string')
     throw new TypeError(`expected "prefix" to be a string, got ${show(prefix)}`);

@@ -35,35 +35,51 @@ interface Decision {
 }
 
 /**
- * GCRA: the state is the theoretical arrival time (a number, stored in its exact shortest form).
- * Rule arguments: unit (periodMs / limit), tau (burst × periodMs / limit), both computed by the
- * client exactly as `gcra.ts` computes them.
+ * GCRA: the state is the theoretical arrival time in two parts, "tatMs tatRest" (whole ms, then the
+ * rest in token·ms), as in `gcra.ts`: one double cannot hold an epoch-sized time finely enough for
+ * high rates. A single number (the format before) is read as the TAT in ms. Rule arguments: limit,
+ * periodMs, burst (and buckets, unused).
  */
 const gcra: Decision = {
-  params: ['unit', 'tau'],
-  setup: '',
+  params: ['limit', 'period', 'burst'],
+  setup: `local tau = burst * period
+local slack = period * 1e-9
+local nowms = math.floor(now)
+local nowrest = (now - nowms) * limit
+`,
   body: `
-local tat = tonumber(call('GET', key)) or now
-if tat < now then tat = now end
-local before = tat - now
-local debt = before + cost * unit
-local wait = debt - tau
-if wait > 1e-6 then
-  local units = math.floor((tau - before) / unit + 1e-9)
+local before = 0
+local stored = call('GET', key)
+if stored then
+  local w, r = string.match(stored, '^(%S+) (%S+)$')
+  if w then
+    before = (tonumber(w) - nowms) * limit + (tonumber(r) - nowrest)
+  else
+    local tat = tonumber(stored)
+    if tat then before = (tat - now) * limit end
+  end
+  if before < 0 then before = 0 end
+end
+local debt = before + cost * period
+local short = debt - tau
+if short > slack then
+  local units = math.floor((tau - before) / period + 1e-9)
   if units < 0 then units = 0 end
-  local reset = before - 1e-6
+  local reset = (before - slack) / limit
   if reset > 0 then reset = math.ceil(reset) else reset = 0 end
-  return {units, math.ceil(wait - 1e-6), reset}
+  local retry = (short - slack) / limit
+  if retry > 0 then retry = math.ceil(retry) else retry = 0 end
+  return {units, retry, reset}
 end
-if cost > 0 then
-  local px = math.ceil(debt)
-  if px < 1 then px = 1 end
-  call('SET', key, now + debt, 'PX', px)
-end
-local units = math.floor((tau - debt) / unit + 1e-9)
-if units < 0 then units = 0 end
-local reset = debt - 1e-6
+local reset = (debt - slack) / limit
 if reset > 0 then reset = math.ceil(reset) else reset = 0 end
+if cost > 0 then
+  local ahead = nowrest + debt
+  local whole = math.floor(ahead / limit)
+  call('SET', key, string.format('%.17g %.17g', nowms + whole, ahead - whole * limit), 'PX', math.max(1, reset))
+end
+local units = math.floor((tau - debt) / period + 1e-9)
+if units < 0 then units = 0 end
 return {units, 0, reset}
 `,
 };
@@ -74,7 +90,9 @@ return {units, 0, reset}
  */
 const tokenBucket: Decision = {
   params: ['limit', 'period', 'burst'],
-  setup: 'local capacity = burst * period\n',
+  setup: `local capacity = burst * period
+local slack = period * 1e-9
+`,
   body: `
 local level = capacity
 local last = now
@@ -92,24 +110,21 @@ if now > last then
   if level > capacity then level = capacity end
   last = now
 end
-local need = cost * period
-local wait = (need - level) / limit
-if wait <= 1e-6 then
-  level = level - need
-  if level < 0 then level = 0 end
-  local full = (capacity - level) / limit
-  if cost > 0 then
-    local px = math.ceil(full)
-    if px < 1 then px = 1 end
-    call('SET', key, string.format('%.17g %.17g %.17g', level, last, period), 'PX', px)
-  end
-  local reset = full - 1e-6
+local short = cost * period - level
+if short <= slack then
+  if short > 0 then level = 0 else level = -short end
+  local reset = (capacity - level - slack) / limit
   if reset > 0 then reset = math.ceil(reset) else reset = 0 end
+  if cost > 0 then
+    call('SET', key, string.format('%.17g %.17g %.17g', level, last, period), 'PX', math.max(1, reset))
+  end
   return {math.floor(level / period + 1e-9), 0, reset}
 end
-local reset = (capacity - level) / limit - 1e-6
+local reset = (capacity - level - slack) / limit
 if reset > 0 then reset = math.ceil(reset) else reset = 0 end
-return {math.floor(level / period + 1e-9), math.ceil(wait - 1e-6), reset}
+local retry = (short - slack) / limit
+if retry > 0 then retry = math.ceil(retry) else retry = 0 end
+return {math.floor(level / period + 1e-9), retry, reset}
 `,
 };
 

@@ -5,6 +5,7 @@ import type {
   RateLimitStore,
 } from '../../rate-limit/store.js';
 import type { DeadlineTicket, StoreDeadline } from './deadline.js';
+import { redisKey } from './keys.js';
 import { rateLimitScripts } from './rate-limit-scripts.js';
 import { RedisScript, type ScriptClient } from './script.js';
 
@@ -82,9 +83,9 @@ class Pending {
 /** A client the rate-limit store can use: runs scripts, deletes keys, reports its status. */
 export interface RateLimitRedisClient extends ScriptClient {
   del(...keys: string[]): Promise<number>;
-  readonly status?: string;
+  readonly status?: string | undefined;
   /** True for an ioredis `Cluster`: its decisions are never batched (keys of different slots). */
-  readonly isCluster?: boolean;
+  readonly isCluster?: boolean | undefined;
 }
 
 /**
@@ -132,23 +133,33 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   reset(key: string, rule: RateLimitRule): Promise<void> {
-    const redisKey = `${this.compile(rule).keyHead}${key}}`;
+    let stateKey: string;
+    try {
+      stateKey = this.keyOf(key, rule);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     // Decisions made before this reset go out before its DEL, as they would without batching.
     this.flush();
-    return this.deadline.run(this.client, () => this.client.del(redisKey)).then(() => undefined);
+    return this.deadline.run(this.client, () => this.client.del(stateKey)).then(() => undefined);
   }
 
-  /** The Redis key holding `key`'s state under `rule` (for tests and operations). */
+  /**
+   * The Redis key holding `key`'s state under `rule` (for tests and operations). Throws a
+   * `TypeError` for a key that is not a non-empty, well-formed string.
+   */
   keyOf(key: string, rule: RateLimitRule): string {
-    return `${this.compile(rule).keyHead}${key}}`;
+    return redisKey(this.compile(rule).keyHead, key);
   }
 
   private decide(key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> {
     const c = this.compile(rule);
     return new Promise<RateLimitResult>((resolve, reject) => {
+      // A bad key rejects this promise with its TypeError (thrown in the executor), before any call.
+      const stateKey = redisKey(c.keyHead, key);
       const ticket = this.deadline.begin(this.client, reject);
       if (ticket === undefined) return;
-      const pending = new Pending(`${c.keyHead}${key}}`, cost, ticket, resolve, reject);
+      const pending = new Pending(stateKey, cost, ticket, resolve, reject);
       const group = c.group;
       if (!this.batching) {
         this.sendOne(group, pending);
@@ -225,11 +236,8 @@ export class RedisRateLimitStore implements RateLimitStore {
     let c = this.compiled.get(rule);
     if (c === undefined) {
       const { algorithm, limit, periodMs, burst, buckets } = rule;
-      const args =
-        algorithm === 'gcra'
-          ? // The emission interval and tau, computed exactly as gcra.ts computes them.
-            [String(periodMs / limit), String((burst * periodMs) / limit)]
-          : [String(limit), String(periodMs), String(burst), String(buckets)];
+      // String(number) is the shortest form that reads back as the same double in Lua.
+      const args = [String(limit), String(periodMs), String(burst), String(buckets)];
       const id = `${algorithm} ${burst} ${args.join(' ')}`;
       let group = this.groups.get(id);
       if (group === undefined) {

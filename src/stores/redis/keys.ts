@@ -1,0 +1,16 @@
+/**
+ * Redis key layout shared by every Redis store: `<head><key>}`, where `head` ends with `{` so the
+ * user's key is the key's own hash tag (Redis Cluster routes each key by it, and every key of one
+ * decision shares it). The user's key is checked here once for every store: a lone surrogate would
+ * be written as U+FFFD by the client and silently share state with other keys, so it is refused
+ * with a `TypeError` instead. Redis itself takes keys up to 512 MB; no store adds a lower limit.
+ */
+import { storeKey } from '../../core/validate.js';
+
+/**
+ * The Redis key of `key` under `head` (`<prefix><pattern>:<name>:{`). Throws a `TypeError` for a
+ * key that is empty, not a string, or not well-formed UTF-16.
+ */
+export function redisKey(head: string, key: string): string {
+  return `${head}${storeKey('key', key)}}`;
+}
