@@ -16,9 +16,16 @@ export interface ResilienceErrorOptions {
   /** What kind of failure this is. */
   readonly kind: Kind;
   /** How long to wait before trying again, when that is known. */
-  readonly retryAfterMs?: number;
+  readonly retryAfterMs?: number | undefined;
   /** The underlying error. */
   readonly cause?: unknown;
+  /**
+   * The message is safe to show to clients: `toProblem` (and so `problemResponse`) puts it in the
+   * problem's `detail`. Leave it off for any message that quotes an upstream URL, a driver error, a
+   * key or user input: such errors get a generic detail for their kind.
+   * @default false
+   */
+  readonly expose?: boolean | undefined;
 }
 
 /** The base of every error bulwark creates. */
@@ -28,7 +35,14 @@ export class ResilienceError extends Error {
   /** What kind of failure this is. */
   readonly kind: Kind;
   /** How long to wait before trying again, when known. */
-  readonly retryAfterMs?: number;
+  readonly retryAfterMs?: number | undefined;
+  /**
+   * Whether the message may be shown to clients (see {@link ResilienceErrorOptions.expose}). True
+   * for bulwark's refusals whose messages bulwark writes (circuit open, bulkhead full, rate limited,
+   * load shed, timeout, ...); false for `StoreUnavailableError` (it quotes the driver) and for
+   * errors you create unless you pass `expose: true`.
+   */
+  readonly expose: boolean;
   declare readonly [resilienceBrand]: true;
 
   constructor(message: string, options: ResilienceErrorOptions) {
@@ -36,6 +50,7 @@ export class ResilienceError extends Error {
     this.name = new.target.name;
     this.code = options.code;
     this.kind = options.kind;
+    this.expose = options.expose === true;
     if (options.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
   }
 }
@@ -68,15 +83,20 @@ function guard<E extends ResilienceError>(code: string): (error: unknown) => err
   return (error: unknown): error is E => isResilienceError(error) && error.code === code;
 }
 
-/** An operation did not finish within its time limit or deadline. Kind `timeout`. */
+/**
+ * An operation did not finish within its time limit or deadline. Kind `timeout`. Its message is
+ * bulwark's (`expose: true`), so it reaches clients as the problem's `detail`; a custom `message`
+ * does too.
+ */
 export class TimeoutError extends RejectedError {
   /** The limit that passed, in milliseconds. */
   readonly timeoutMs: number;
-  constructor(timeoutMs: number, options: { cause?: unknown; message?: string } = {}) {
+  constructor(timeoutMs: number, options: { cause?: unknown; message?: string | undefined } = {}) {
     super(options.message ?? `operation timed out after ${timeoutMs} ms`, {
       code: 'ERR_TIMEOUT',
       kind: 'timeout',
       cause: options.cause,
+      expose: true,
     });
     this.timeoutMs = timeoutMs;
   }
@@ -114,7 +134,8 @@ export const isRetriesExhaustedError = guard<RetriesExhaustedError>('ERR_RETRIES
 
 /**
  * A backing store (Redis, PostgreSQL) failed or missed its own deadline. Kind `unavailable`.
- * Never disguised as a limit hit or a cache miss.
+ * Never disguised as a limit hit or a cache miss. Not exposed: its message may quote the driver's
+ * (host names, addresses), so clients get a generic detail.
  */
 export class StoreUnavailableError extends RejectedError {
   constructor(message: string, cause?: unknown) {

@@ -1,7 +1,17 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { BulkheadFullError, ConcurrencyLimitError } from '../admission/errors.js';
+import { LoadShedError } from '../admission/shed-error.js';
+import { CircuitOpenError } from '../circuit-breaker/errors.js';
+import { RateLimitedError } from '../rate-limit/errors.js';
 import { classify } from './classify.js';
-import { RejectedError, ResilienceError, RetriesExhaustedError, TimeoutError } from './errors.js';
+import {
+  RejectedError,
+  ResilienceError,
+  RetriesExhaustedError,
+  StoreUnavailableError,
+  TimeoutError,
+} from './errors.js';
 import { fromHttpStatus, toHttpStatus, toProblem } from './http-status.js';
 import { isTransientKind, type Kind, kinds } from './kind.js';
 
@@ -176,7 +186,7 @@ describe('toProblem', () => {
       type: 'urn:bulwark:problem:rate_limited',
       title: 'Too many requests',
       status: 429,
-      detail: 'rate limit exceeded',
+      detail: 'Too many requests; slow down and retry later.',
       code: 'ERR_RATE_LIMITED',
       kind: 'rate_limited',
       retryAfterMs: 1_500,
@@ -190,6 +200,16 @@ describe('toProblem', () => {
     expect(toProblem(upstream).retryAfterMs).toBeUndefined();
     expect(toProblem(upstream, { nowMs: Date.UTC(2015, 9, 21, 7, 27, 0) }).retryAfterMs).toBe(60_000);
     expect(toProblem(err({ statusCode: 429, headers: { 'Retry-After': '2' } })).retryAfterMs).toBe(2_000);
+  });
+
+  it('gives retryAfterMs in whole milliseconds, rounded up, at most 24 h', () => {
+    const wait = (retryAfterMs: number) =>
+      toProblem(new ResilienceError('x', { code: 'ERR_X', kind: 'unavailable', retryAfterMs })).retryAfterMs;
+    expect(wait(9_999.738)).toBe(10_000);
+    expect(wait(Infinity)).toBe(86_400_000);
+    expect(toProblem(err({ status: 503, headers: { 'retry-after': '99999999999' } })).retryAfterMs).toBe(
+      86_400_000,
+    );
   });
 
   it('leaves retryAfterMs out for kinds that retrying does not fix', () => {
@@ -234,6 +254,80 @@ describe('toProblem', () => {
     const error = err({ status: 422, expose: true }, 'email is required');
     expect(toProblem(error).detail).toBe('email is required');
     expect(toProblem(err({ status: 422, expose: 'yes' }, 'secret')).detail).toBe('The request is not valid.');
+  });
+
+  it('never puts an internal message of our own error type in detail unless it is marked expose', () => {
+    const url = 'https://api.example.com/v1/charge?api_key=sk_live_51H8secret';
+    const upstream = new ResilienceError(`GET ${url} answered 503`, {
+      code: 'ERR_UPSTREAM',
+      kind: 'unavailable',
+    });
+    const problem = toProblem(upstream);
+    expect(problem.detail).toBe('A service needed to handle the request is unavailable.');
+    expect(problem.code).toBe('ERR_UPSTREAM');
+    expect(JSON.stringify(problem)).not.toContain('sk_live');
+    expect(JSON.stringify(toProblem(new Error(`GET ${url} failed`)))).not.toContain('sk_live');
+    const shown = new ResilienceError('the order is already paid', {
+      code: 'ERR_PAID',
+      kind: 'conflict',
+      expose: true,
+    });
+    expect(shown.expose).toBe(true);
+    expect(upstream.expose).toBe(false);
+    expect(toProblem(shown).detail).toBe('the order is already paid');
+  });
+
+  it('a store failure quoting its driver never reaches the client; our refusals keep their message', () => {
+    const store = new StoreUnavailableError(
+      'rate-limit store failed: connect ECONNREFUSED 10.0.0.5:6379',
+      new Error('connect ECONNREFUSED 10.0.0.5:6379'),
+    );
+    expect(toProblem(store).detail).toBe('A service needed to handle the request is unavailable.');
+    expect(JSON.stringify(toProblem(store))).not.toContain('10.0.0.5');
+    expect(
+      toProblem(new RejectedError('internal: pool 7 drained', { code: 'ERR_X', kind: 'overloaded' })).detail,
+    ).toBe('The service is overloaded; retry later.');
+    // Written by bulwark, with no key, user input or upstream text in them.
+    expect(toProblem(new TimeoutError(250)).detail).toBe('operation timed out after 250 ms');
+    expect(toProblem(new RateLimitedError('user:42', 1_000, { limit: 5, remaining: 0 })).detail).toBe(
+      'rate limit exceeded; retry in 1000 ms',
+    );
+    expect(toProblem(new CircuitOpenError('isolated')).detail).toBe(
+      'circuit isolated: calls refused until reset()',
+    );
+    expect(toProblem(new ConcurrencyLimitError(4)).detail).toMatch(/^concurrency limit reached/);
+    expect(
+      toProblem(new BulkheadFullError('queue-full', { maxConcurrent: 1, maxQueue: 0, queueTimeoutMs: 5 }))
+        .detail,
+    ).toMatch(/^bulkhead full/);
+    expect(
+      toProblem(new LoadShedError({ priority: 'low', signal: 'inFlight', ratio: 1, retryAfterMs: 1_000 }))
+        .detail,
+    ).toMatch(/^load shed/);
+  });
+
+  it('the cause chain never leaks, whatever it holds', () => {
+    const exposedCause = err({ status: 422, expose: true }, 'cause message');
+    const wrapper = new Error('wrapper: token=abc123', { cause: exposedCause });
+    expect(toProblem(wrapper).detail).toBe('The request is not valid.');
+    const ours = new ResilienceError('outer', {
+      code: 'ERR_OUTER',
+      kind: 'unavailable',
+      cause: new Error('password=hunter2'),
+    });
+    const exposedOuter = new ResilienceError('shown', {
+      code: 'ERR_OUTER',
+      kind: 'unavailable',
+      expose: true,
+      cause: new Error('password=hunter2'),
+    });
+    const retried = new RetriesExhaustedError(2, 'attempts', exposedOuter, 'unavailable');
+    for (const error of [wrapper, ours, exposedOuter, retried]) {
+      const text = JSON.stringify(toProblem(error));
+      expect(text).not.toContain('hunter2');
+      expect(text).not.toContain('abc123');
+      expect(text).not.toContain('cause message');
+    }
   });
 
   it('answers for anything thrown, without throwing', () => {

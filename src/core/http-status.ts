@@ -6,8 +6,8 @@
 import { classify, httpStatusKind } from './classify.js';
 import { isResilienceError, isRetriesExhaustedError } from './errors.js';
 import { isTransientKind, type Kind, kinds } from './kind.js';
-import { findRetryAfter } from './retry-after.js';
-import { show } from './validate.js';
+import { clampRetryAfterMs, findRetryAfter } from './retry-after.js';
+import { optionKeys, refuseUnknownKeys, show } from './validate.js';
 
 const statuses: Readonly<Record<Kind, number>> = {
   invalid: 400,
@@ -86,25 +86,30 @@ export interface Problem {
   /** A human-readable explanation of this occurrence, safe to show to a client. */
   readonly detail: string;
   /** bulwark's stable error code (`ERR_RATE_LIMITED`), only for bulwark's own errors. */
-  readonly code?: string;
+  readonly code?: string | undefined;
   /** What kind of failure this is (see `classify`). */
   readonly kind: Kind;
-  /** How long the client should wait before retrying, for transient kinds when known. */
-  readonly retryAfterMs?: number;
+  /**
+   * How long the client should wait before retrying, for transient kinds when known: whole
+   * milliseconds, at most 24 h.
+   */
+  readonly retryAfterMs?: number | undefined;
   /** A URI reference for this occurrence, when the caller passed one. */
-  readonly instance?: string;
+  readonly instance?: string | undefined;
 }
 
 /** Options for {@link toProblem}. */
 export interface ToProblemOptions {
   /** A URI reference identifying this occurrence (for example the request path or a request id). */
-  readonly instance?: string;
+  readonly instance?: string | undefined;
   /**
    * The current time, needed only to read a `Retry-After` header given as an HTTP-date. Without it
    * only delay-seconds headers and `retryAfterMs` are read.
    */
-  readonly nowMs?: number;
+  readonly nowMs?: number | undefined;
 }
+
+const toProblemOptionKeys = optionKeys<ToProblemOptions>({ instance: true, nowMs: true });
 
 const titles: Readonly<Record<Kind, string>> = {
   transient: 'Temporary failure',
@@ -136,7 +141,11 @@ const details: Readonly<Record<Kind, string>> = {
   internal: 'An internal error occurred.',
 };
 
-/** True when a foreign error says its message is meant for clients (the http-errors convention). */
+/**
+ * The message of an error marked `expose: true` (bulwark's `ResilienceError` option, and the
+ * `http-errors` convention of Express and Koa), or undefined. Only the error itself is read, never
+ * its causes: a cause's message is not the wrapper's to show.
+ */
 function exposedMessage(error: unknown): string | undefined {
   try {
     if (typeof error !== 'object' || error === null) return undefined;
@@ -149,7 +158,7 @@ function exposedMessage(error: unknown): string | undefined {
   }
 }
 
-/** Our error's code and a message that is safe to show, or undefined for a foreign error. */
+/** Our error's code and the detail to show, or undefined for a foreign error. */
 function ownDetail(error: unknown, kind: Kind): { code: string; detail: string } | undefined {
   try {
     if (!isResilienceError(error)) return undefined;
@@ -159,8 +168,7 @@ function ownDetail(error: unknown, kind: Kind): { code: string; detail: string }
       const n = error.attempts;
       return { code, detail: `${details[kind]} Gave up after ${n} attempt${n === 1 ? '' : 's'}.` };
     }
-    const message = error.message;
-    return { code, detail: typeof message === 'string' && message !== '' ? message : details[kind] };
+    return { code, detail: exposedMessage(error) ?? details[kind] };
   } catch {
     return undefined;
   }
@@ -171,15 +179,19 @@ function ownDetail(error: unknown, kind: Kind): { code: string; detail: string }
  * `urn:bulwark:problem:<kind>` (a URN, so it points at no web host), `title` a fixed summary per
  * kind, `status` is `toHttpStatus(classify(error))`, `kind` the kind.
  *
- * What reaches the client, decided so that nothing internal leaks by default:
- * - bulwark's own errors: their `message` as `detail` and their `code` (their messages are written
- *   to be shown); a `RetriesExhaustedError` gets a generic detail plus the attempt count, because its
- *   message quotes the last error's.
- * - any other error: a generic `detail` for its kind and no `code`, whatever the kind: driver
- *   messages carry host names, SQL, constraint and table names. The one exception is an error
- *   marked `expose: true` (the `http-errors` convention used by Express and Koa), whose message is
- *   used.
- * - `retryAfterMs` (see `retryAfterOf`) only for transient kinds, where retrying makes sense.
+ * What reaches the client, decided so that nothing internal leaks by default: `detail` is the
+ * error's own message only when the error is marked `expose: true`, otherwise a generic sentence for
+ * its kind. Causes are never read for the detail.
+ * - bulwark's refusals whose messages bulwark writes (circuit open, bulkhead full, concurrency
+ *   limit, rate limited, load shed, timeout) are exposed; they name no key and no user input.
+ * - a `ResilienceError` you create is not, unless you pass `expose: true`: its message may quote an
+ *   upstream URL with credentials in it. `StoreUnavailableError` is not (it quotes the driver). A
+ *   `RetriesExhaustedError` gets the generic detail plus the attempt count.
+ * - bulwark's errors carry their `code`; any other error has none, and its message is used only
+ *   when it is marked `expose: true` (the `http-errors` convention of Express and Koa): driver
+ *   messages carry host names, SQL, constraint and table names.
+ * - `retryAfterMs` (see `retryAfterOf`) only for transient kinds, where retrying makes sense: whole
+ *   milliseconds (rounded up), at most `MAX_RETRY_AFTER_MS` (24 h) whatever an upstream asked.
  *   HTTP-date `Retry-After` headers are read only when `options.nowMs` is given.
  *
  * The upstream's exact status is not forwarded: an upstream 502 is a 503 here. Never throws on
@@ -191,18 +203,20 @@ function ownDetail(error: unknown, kind: Kind): { code: string; detail: string }
  * res.end(JSON.stringify(problem));
  */
 export function toProblem(error: unknown, options: ToProblemOptions = {}): Problem {
+  refuseUnknownKeys('toProblem options', options, toProblemOptionKeys);
   const { instance, nowMs } = options;
   if (nowMs !== undefined && (typeof nowMs !== 'number' || !Number.isFinite(nowMs))) {
     throw new TypeError(`expected "nowMs" to be a finite number, got ${show(nowMs)}`);
   }
   const kind = classify(error);
   const own = ownDetail(error, kind);
-  const retryAfterMs = isTransientKind(kind) ? findRetryAfter(error, nowMs) : undefined;
+  const found = isTransientKind(kind) ? findRetryAfter(error, nowMs) : undefined;
+  const retryAfterMs = found === undefined ? undefined : clampRetryAfterMs(found);
   return {
     type: `urn:bulwark:problem:${kind}`,
     title: titles[kind],
     status: statuses[kind],
-    detail: own?.detail ?? exposedMessage(error) ?? details[kind],
+    detail: own === undefined ? (exposedMessage(error) ?? details[kind]) : own.detail,
     ...(own === undefined ? {} : { code: own.code }),
     kind,
     ...(retryAfterMs === undefined ? {} : { retryAfterMs }),

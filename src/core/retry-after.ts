@@ -205,3 +205,33 @@ export function retryAfterOf(error: unknown, nowMs: number): number | undefined 
   checkNow(nowMs);
   return findRetryAfter(error, nowMs);
 }
+
+/**
+ * The longest wait bulwark ever advertises to a client: 24 hours. A longer `Retry-After` (an
+ * upstream's `1e22`, a breaker isolated until `reset()`, a weekly quota) is stated as this; the
+ * client comes back after a day and is told again.
+ */
+export const MAX_RETRY_AFTER_MS = 86_400_000;
+
+/**
+ * A wait as bulwark states it to a client: whole milliseconds, rounded up, from 0 to
+ * {@link MAX_RETRY_AFTER_MS}. `NaN` and negative waits are 0, `Infinity` is the maximum.
+ */
+export function clampRetryAfterMs(ms: number): number {
+  if (!(ms > 0)) return 0;
+  return ms >= MAX_RETRY_AFTER_MS ? MAX_RETRY_AFTER_MS : Math.ceil(ms);
+}
+
+/**
+ * The value of a `Retry-After` header for a wait of `ms`: whole seconds, rounded up, at least 1 (a
+ * refusal that says "retry now" invites a stampede) and at most 86 400 ({@link MAX_RETRY_AFTER_MS}).
+ * The one place every adapter computes the header from; send `String(seconds)` and, in a body,
+ * `seconds * 1000` so the two agree.
+ *
+ * @example
+ * retryAfterSeconds(9_999.738); // 10
+ * retryAfterSeconds(1e25); // 86_400
+ */
+export function retryAfterSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(clampRetryAfterMs(ms) / 1000));
+}

@@ -13,6 +13,7 @@ export class HedgeCanceledError extends RejectedError {
     super(`hedge: try ${settledBy} settled the call; this try is no longer needed`, {
       code: 'ERR_HEDGE_CANCELED',
       kind: 'canceled',
+      expose: true,
     });
     this.settledBy = settledBy;
   }

@@ -228,14 +228,14 @@ describe('bulkheadMiddleware on node:http with bulkhead()', () => {
 });
 
 describe('bulkheadMiddleware tiers and other policies', () => {
-  it('a selector gives each route its own bulkhead: a full optional tier never blocks checkout', async () => {
+  it('a selector gives each route its own bulkhead: a full optional tier never blocks checkout; exempt skips', async () => {
     const critical = bulkhead({ maxConcurrent: 2, maxQueue: 2 });
     const optional = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
     const h = heldHandler();
     const { url, allClosed } = await nodeServer(
       bulkheadMiddleware({
-        bulkhead: (req) =>
-          req.url?.startsWith('/checkout') ? critical : req.url?.startsWith('/recs') ? optional : undefined,
+        bulkhead: (req) => (req.url?.startsWith('/checkout') ? critical : optional),
+        exempt: (req) => req.url === '/other',
       }),
       h.handle,
     );
@@ -244,7 +244,7 @@ describe('bulkheadMiddleware tiers and other policies', () => {
     expect((await fetch(`${url}/recs`)).status).toBe(503);
     const checkout = fetch(`${url}/checkout`);
     const other = fetch(`${url}/other`);
-    await until(() => h.held.length === 3, 'checkout and the unlimited route run');
+    await until(() => h.held.length === 3, 'checkout and the exempt route run');
     expect(critical.inFlight).toBe(1);
     h.end('/checkout', 'paid');
     h.end('/other', 'other');
@@ -272,6 +272,31 @@ describe('bulkheadMiddleware tiers and other policies', () => {
     const wrong = await fetch(`${url}/wrong`);
     expect(wrong.status).toBe(500);
     expect(wrong.headers.get('x-error')).toMatch(/"bulkhead" to return a policy/);
+  });
+
+  it('a selector returning undefined or an exempt that is not a boolean is an error, never unlimited', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
+    let reached = 0;
+    const handle = (_req: IncomingMessage, res: ServerResponse) => {
+      reached++;
+      res.end('ok');
+    };
+    const missingTier = await nodeServer(bulkheadMiddleware({ bulkhead: () => undefined as never }), handle);
+    const missing = await fetch(`${missingTier.url}/reports`);
+    expect(missing.status).toBe(500);
+    expect(missing.headers.get('x-error')).toMatch(
+      /"bulkhead" to return a policy.*got undefined.*use "exempt"/,
+    );
+    // An async exempt returns a promise, which is truthy: it must not exempt every request.
+    const asyncExempt = await nodeServer(
+      bulkheadMiddleware({ bulkhead: policy, exempt: (async () => false) as never }),
+      handle,
+    );
+    const exempted = await fetch(`${asyncExempt.url}/reports`);
+    expect(exempted.status).toBe(500);
+    expect(exempted.headers.get('x-error')).toMatch(/"exempt" to return a boolean, got a promise/);
+    expect(reached).toBe(0);
+    expect(policy.inFlight).toBe(0);
   });
 
   it('works with any Policy: a foreign refusal keeps its status; only transient kinds get Retry-After', async () => {

@@ -5,6 +5,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Policy } from '../core/policy.js';
+import { optionKeys } from '../core/validate.js';
+import { holdSlot, untilClosed } from './hold-slot.js';
 import type { Middleware } from './load-shedding.js';
 import {
   adapterOptions,
@@ -13,6 +15,7 @@ import {
   type FastifyAdmissionPlugin,
   type FastifyAdmissionRequest,
   fastifyRefuse,
+  isExempt,
   isHealthCheck,
   type OverloadReplier,
   type OverloadReplyOptions,
@@ -24,19 +27,30 @@ import { problemResponse } from './problem-response.js';
 export interface BulkheadMiddlewareOptions<Req = IncomingMessage> extends OverloadReplyOptions {
   /**
    * The policy every request is held in (a `bulkhead({ maxConcurrent, maxQueue, queueTimeoutMs })`),
-   * or a function choosing one per request, for tiers (critical / standard / optional); a function
-   * returning `undefined` lets that request through unlimited. Required.
+   * or a function choosing one per request, for tiers (critical / standard / optional). A function
+   * must return a policy: `undefined` (a tier missing from a map) fails the request
+   * (`next(error)`) rather than letting it through unlimited; exempt requests with `exempt`.
+   * Required.
    */
-  readonly bulkhead: Policy | ((request: Req) => Policy | undefined);
+  readonly bulkhead: Policy | ((request: Req) => Policy);
   /**
-   * Requests that skip the bulkhead entirely.
+   * Requests that skip the bulkhead entirely. Must return a boolean, synchronously: anything else
+   * fails the request (`next(error)`), so an async function cannot exempt everything.
    * @default isHealthCheck (/health, /healthz, /ready, /readyz, /live, /livez and paths under them)
    */
-  readonly exempt?: (request: Req) => boolean;
+  readonly exempt?: ((request: Req) => boolean) | undefined;
 }
 
+const bulkheadMiddlewareOptionKeys = optionKeys<BulkheadMiddlewareOptions>({
+  bulkhead: true,
+  exempt: true,
+  retryAfterMs: true,
+  jitter: true,
+  random: true,
+});
+
 interface Checked<Req> {
-  readonly select: (request: Req) => Policy | undefined;
+  readonly select: (request: Req) => Policy;
   readonly exempt: (request: Req) => boolean;
   readonly replier: OverloadReplier;
 }
@@ -46,16 +60,16 @@ function isPolicy(value: unknown): value is Policy {
 }
 
 function check<Req>(name: string, options: BulkheadMiddlewareOptions<Req> | undefined): Checked<Req> {
-  const o = adapterOptions(name, options);
+  const o = adapterOptions(name, options, bulkheadMiddlewareOptionKeys);
   const chosen = o.bulkhead;
-  let select: (request: Req) => Policy | undefined;
+  let select: (request: Req) => Policy;
   if (isPolicy(chosen)) select = () => chosen;
   else if (typeof chosen === 'function') {
     select = (request) => {
-      const policy = chosen(request);
-      if (policy !== undefined && !isPolicy(policy)) {
+      const policy: unknown = chosen(request);
+      if (!isPolicy(policy)) {
         throw new TypeError(
-          'expected "bulkhead" to return a policy (with execute) or undefined, got something else',
+          `expected "bulkhead" to return a policy (with execute), got ${policy === undefined ? 'undefined: a request is never let through unlimited, use "exempt" to skip the bulkhead' : 'something else'}`,
         );
       }
       return policy;
@@ -87,15 +101,14 @@ interface Edge {
 const noop = (): void => {};
 
 /**
- * Holds the request in the chosen policy: the operation continues to the handlers and settles when
- * the response closes, so the slot is held for exactly the request's life. A client that goes away
- * while queued aborts its wait (it leaves the queue without taking a slot); a refusal before the
- * operation started is answered by `edge.refuse`.
+ * Holds the request in the chosen policy from arrival until its response closes: the operation
+ * continues to the handlers and settles on the response's `close` (finished, or the client went
+ * away). A refusal before the operation started is answered by `edge.refuse`.
  */
 function hold<Req>(checked: Checked<Req>, request: Req, response: ServerResponse, edge: Edge): void {
   let policy: Policy | undefined;
   try {
-    policy = checked.exempt(request) ? undefined : checked.select(request);
+    policy = isExempt(checked.exempt, request) ? undefined : checked.select(request);
   } catch (error) {
     edge.fail(error);
     return;
@@ -104,46 +117,19 @@ function hold<Req>(checked: Checked<Req>, request: Req, response: ServerResponse
     edge.proceed();
     return;
   }
-  const controller = new AbortController();
-  let started = false;
-  const onEarlyClose = (): void => {
-    if (!started) controller.abort();
-  };
-  response.once('close', onEarlyClose);
-  // A client that left before this middleware ran: the request never runs nor takes a slot.
-  if (response.closed) controller.abort();
-  const operation = (): Promise<void> =>
-    new Promise<void>((resolve) => {
-      started = true;
-      response.off('close', onEarlyClose);
-      // A policy that ignored the abort still must not run a request whose client left.
-      if (controller.signal.aborted) {
-        resolve();
-        return;
-      }
-      response.once('close', () => resolve());
+  holdSlot(policy, response, {
+    run() {
+      const closed = untilClosed(response);
       try {
         edge.proceed();
       } catch (error) {
         // Nobody else can see a throw from a queued request's continuation: answer it here.
         problemResponse(response, error);
       }
-    });
-  let result: Promise<void>;
-  try {
-    result = policy.execute(operation, { signal: controller.signal });
-  } catch (error) {
-    result = Promise.reject(error);
-  }
-  result.then(noop, (error: unknown) => {
-    if (started) return; // the handlers own the response
-    response.off('close', onEarlyClose);
-    if (controller.signal.aborted) return; // the client left while waiting: nobody to answer
-    try {
-      edge.refuse(error);
-    } catch {
-      response.destroy(); // could not answer: at least do not leave the client hanging
-    }
+      return closed;
+    },
+    refuse: edge.refuse,
+    gone: noop,
   });
 }
 

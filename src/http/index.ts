@@ -2,11 +2,18 @@
  * `bulwark/http`: thin adapters between bulwark's patterns and node:http, Express and Fastify. No
  * pattern logic lives here.
  */
+
 export {
   type BulkheadMiddlewareOptions,
   bulkheadMiddleware,
   fastifyBulkhead,
 } from './bulkhead.js';
+export {
+  type BulkheadRouteHandler,
+  bulkheadHandler,
+  type FastifyBulkheadRouteHandler,
+  fastifyBulkheadHandler,
+} from './bulkhead-handler.js';
 export {
   fastifyLoadShedding,
   type LoadSheddingOptions,

@@ -9,8 +9,11 @@ import type { Priority } from '../admission/shed-error.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { fastifyLoadShedding, loadSheddingMiddleware } from './load-shedding.js';
 
-/** A shedder whose readings the test sets; limits: 100 ms p99 delay and optionally in-flight. */
-function shedderWith(readings: SampledSignals, inFlight?: number) {
+/**
+ * A shedder whose readings the test sets; limits: 100 ms p99 delay and optionally in-flight. One
+ * interval has passed, so the readings are known (the first sample covers no interval).
+ */
+async function shedderWith(readings: SampledSignals, inFlight?: number) {
   const clock = new FakeClock();
   const shedder = new LoadShedder({
     limits: inFlight === undefined ? { eventLoopDelayMs: 100 } : { eventLoopDelayMs: 100, inFlight },
@@ -19,6 +22,7 @@ function shedderWith(readings: SampledSignals, inFlight?: number) {
     clock,
   });
   afterThisTest(async () => shedder.close());
+  await clock.advance(1_000);
   return shedder;
 }
 
@@ -26,7 +30,7 @@ const byHeader = (req: { headers: IncomingMessage['headers'] }): Priority =>
   (req.headers['x-priority'] as Priority | undefined) ?? 'normal';
 
 const get = (url: string, priority?: Priority, signal?: AbortSignal) =>
-  fetch(url, { headers: priority === undefined ? {} : { 'x-priority': priority }, signal });
+  fetch(url, { headers: priority === undefined ? {} : { 'x-priority': priority }, signal: signal ?? null });
 
 describe('loadSheddingMiddleware options', () => {
   const shedder = new LoadShedder({ limits: { inFlight: 1 } });
@@ -62,7 +66,7 @@ describe('loadSheddingMiddleware on node:http', () => {
   }
 
   it('answers a shed priority 503 problem+json with a jittered Retry-After and never runs the handler', async () => {
-    const shedder = shedderWith({ eventLoopDelayMs: 93 });
+    const shedder = await shedderWith({ eventLoopDelayMs: 93 });
     let handled = 0;
     const { url } = await serve(
       loadSheddingMiddleware({ shedder, priority: byHeader, random: () => 0.99 }),
@@ -94,7 +98,7 @@ describe('loadSheddingMiddleware on node:http', () => {
   });
 
   it('health routes pass even when critical is shed, and are not counted in flight', async () => {
-    const shedder = shedderWith({ eventLoopDelayMs: 500 });
+    const shedder = await shedderWith({ eventLoopDelayMs: 500 });
     const seen: number[] = [];
     const { url } = await serve(loadSheddingMiddleware({ shedder, priority: () => 'critical' }), (res) => {
       seen.push(shedder.inFlight);
@@ -109,7 +113,7 @@ describe('loadSheddingMiddleware on node:http', () => {
   });
 
   it('a custom exempt replaces the default', async () => {
-    const shedder = shedderWith({ eventLoopDelayMs: 500 });
+    const shedder = await shedderWith({ eventLoopDelayMs: 500 });
     const { url } = await serve(
       loadSheddingMiddleware({ shedder, priority: () => 'low', exempt: (req) => req.url === '/metrics' }),
       (res) => res.end('ok'),
@@ -119,7 +123,7 @@ describe('loadSheddingMiddleware on node:http', () => {
   });
 
   it('counts a request in flight until its response closes, and releases when the client goes away', async () => {
-    const shedder = shedderWith({ eventLoopDelayMs: 0 }, 1);
+    const shedder = await shedderWith({ eventLoopDelayMs: 0 }, 1);
     const held: ServerResponse[] = [];
     const { url, allClosed } = await serve(
       loadSheddingMiddleware({ shedder, priority: byHeader }),
@@ -148,7 +152,7 @@ describe('loadSheddingMiddleware on node:http', () => {
   });
 
   it('a request whose client left before the middleware ran is not left counted in flight', async () => {
-    const shedder = shedderWith({ eventLoopDelayMs: 0 }, 5);
+    const shedder = await shedderWith({ eventLoopDelayMs: 0 }, 5);
     const mw = loadSheddingMiddleware({ shedder, priority: () => 'critical' });
     let reached = 0;
     const server = createServer((req, res) => {
@@ -167,7 +171,7 @@ describe('loadSheddingMiddleware on node:http', () => {
   });
 
   it('an error thrown by priority, or an invalid priority, goes to next(error)', async () => {
-    const shedder = shedderWith({ eventLoopDelayMs: 0 });
+    const shedder = await shedderWith({ eventLoopDelayMs: 0 });
     const { url } = await serve(
       loadSheddingMiddleware({
         shedder,
@@ -186,11 +190,31 @@ describe('loadSheddingMiddleware on node:http', () => {
     expect(invalid.headers.get('x-error')).toMatch(/expected "priority" to be one of/);
     expect(shedder.inFlight).toBe(0);
   });
+  it('a priority or exempt that gives no usable answer is an error, never an exemption', async () => {
+    const shedder = await shedderWith({ eventLoopDelayMs: 500 }); // everything but health is shed
+    let reached = 0;
+    const serveWith = (options: Partial<Parameters<typeof loadSheddingMiddleware>[0]>) =>
+      serve(loadSheddingMiddleware({ shedder, priority: byHeader, ...options }), (res) => {
+        reached++;
+        res.end('ok');
+      });
+    // An async exempt returns a promise, which is truthy: it must not exempt every request.
+    const asyncExempt = await serveWith({ exempt: (async () => false) as never });
+    const a = await get(`${asyncExempt.url}/orders`);
+    expect(a.status).toBe(500);
+    expect(a.headers.get('x-error')).toMatch(/"exempt" to return a boolean, got a promise/);
+    const undefinedExempt = await serveWith({ exempt: (() => undefined) as never });
+    expect((await get(`${undefinedExempt.url}/orders`)).status).toBe(500);
+    const undefinedPriority = await serveWith({ priority: () => undefined as never });
+    expect((await get(`${undefinedPriority.url}/orders`)).status).toBe(500);
+    expect(reached).toBe(0);
+    expect(shedder.inFlight).toBe(0);
+  });
 });
 
 describe('loadSheddingMiddleware on Express', () => {
   it('sheds by priority, passes health routes, and hands priority errors to the error handler', async () => {
-    const shedder = shedderWith({ eventLoopDelayMs: 86 });
+    const shedder = await shedderWith({ eventLoopDelayMs: 86 });
     const app = express();
     app.use(
       loadSheddingMiddleware({
@@ -235,7 +259,7 @@ describe('fastifyLoadShedding', () => {
   }
 
   it('sheds by route priority for every route (also those in child plugins) and answers 503 problem+json', async () => {
-    const shedder = shedderWith({ eventLoopDelayMs: 75 });
+    const shedder = await shedderWith({ eventLoopDelayMs: 75 });
     const app = Fastify({ forceCloseConnections: true });
     await app.register(fastifyLoadShedding, {
       shedder,
@@ -268,7 +292,7 @@ describe('fastifyLoadShedding', () => {
   });
 
   it('holds the in-flight count until the reply closes, including when the client goes away', async () => {
-    const shedder = shedderWith({ eventLoopDelayMs: 0 }, 1);
+    const shedder = await shedderWith({ eventLoopDelayMs: 0 }, 1);
     const app = Fastify({ forceCloseConnections: true });
     await app.register(fastifyLoadShedding, { shedder, priority: () => 'critical' });
     let reached = 0;
@@ -294,7 +318,7 @@ describe('fastifyLoadShedding', () => {
   });
 
   it('an error from priority becomes Fastify’s error reply, and bad options fail the registration', async () => {
-    const shedder = shedderWith({ eventLoopDelayMs: 0 });
+    const shedder = await shedderWith({ eventLoopDelayMs: 0 });
     const app = Fastify({ forceCloseConnections: true });
     await app.register(fastifyLoadShedding, {
       shedder,

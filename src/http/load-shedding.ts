@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Release } from '../admission/load-shedder.js';
 import type { Priority } from '../admission/shed-error.js';
 import { isRejectedError } from '../core/errors.js';
-import { isFunction } from '../core/validate.js';
+import { isFunction, optionKeys } from '../core/validate.js';
 import {
   adapterOptions,
   addAdmissionHook,
@@ -15,6 +15,7 @@ import {
   type FastifyAdmissionPlugin,
   type FastifyAdmissionRequest,
   fastifyRefuse,
+  isExempt,
   isHealthCheck,
   type OverloadReplier,
   type OverloadReplyOptions,
@@ -34,10 +35,11 @@ export interface LoadSheddingOptions<Req = IncomingMessage> extends OverloadRepl
   /** The priority of a request: `'critical' | 'high' | 'normal' | 'low'`. Required. */
   readonly priority: (request: Req) => Priority;
   /**
-   * Requests that are never shed and not counted in flight.
+   * Requests that are never shed and not counted in flight. Must return a boolean, synchronously:
+   * anything else fails the request (`next(error)`), so an async function cannot exempt everything.
    * @default isHealthCheck (/health, /healthz, /ready, /readyz, /live, /livez and paths under them)
    */
-  readonly exempt?: (request: Req) => boolean;
+  readonly exempt?: ((request: Req) => boolean) | undefined;
 }
 
 /** A connect-style middleware: works with node:http (call it yourself) and Express (`app.use`). */
@@ -47,6 +49,15 @@ export type Middleware<Req extends IncomingMessage = IncomingMessage> = (
   next: (error?: unknown) => void,
 ) => void;
 
+const loadSheddingOptionKeys = optionKeys<LoadSheddingOptions>({
+  shedder: true,
+  priority: true,
+  exempt: true,
+  retryAfterMs: true,
+  jitter: true,
+  random: true,
+});
+
 interface Checked<Req> {
   readonly shedder: PriorityAdmitter;
   readonly priority: (request: Req) => Priority;
@@ -55,7 +66,7 @@ interface Checked<Req> {
 }
 
 function check<Req>(name: string, options: LoadSheddingOptions<Req> | undefined): Checked<Req> {
-  const o = adapterOptions(name, options);
+  const o = adapterOptions(name, options, loadSheddingOptionKeys);
   const shedder = o.shedder;
   if (typeof shedder !== 'object' || shedder === null || typeof shedder.admit !== 'function') {
     throw new TypeError(
@@ -73,7 +84,7 @@ function check<Req>(name: string, options: LoadSheddingOptions<Req> | undefined)
 
 /** Admits `request`: returns its release, `undefined` when exempt, or throws (refusal or bug). */
 function admit<Req>(checked: Checked<Req>, request: Req): Release | undefined {
-  if (checked.exempt(request)) return undefined;
+  if (isExempt(checked.exempt, request)) return undefined;
   return checked.shedder.admit(checked.priority(request));
 }
 

@@ -56,6 +56,15 @@ describe('overloadReplier', () => {
     expect(zero.headers['retry-after']).toBe('1');
   });
 
+  it('clamps Retry-After to 24 h, jitter included', () => {
+    const huge = new ResilienceError('busy', { code: 'ERR_BUSY', kind: 'overloaded', retryAfterMs: 1e25 });
+    const reply = overloadReplier({ random: () => 0.999 }).reply(huge, undefined);
+    expect(reply.headers['retry-after']).toBe('86400');
+    expect(reply.body.retryAfterMs).toBe(86_400_000);
+    const nearMax = overloadReplier({ random: () => 0.999 }).reply(shed(86_000_000), undefined);
+    expect(nearMax.headers['retry-after']).toBe('86400');
+  });
+
   it('a broken random source (NaN, out of range) means no jitter, never a bad header', () => {
     for (const value of [Number.NaN, -1, 7]) {
       const reply = overloadReplier({ random: () => value }).reply(shed(1_000), undefined);

@@ -4,10 +4,12 @@
  * load-shedding and bulkhead adapters; also the default request exemption (health checks).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { toProblem } from '../core/http-status.js';
 import { isTransientKind } from '../core/kind.js';
+import { isThenable } from '../core/policy.js';
 import { cryptoRandom, type Random } from '../core/random.js';
-import { isFunction, nonNegative, optionsObject } from '../core/validate.js';
-import { type ProblemReply, problemReply } from './problem-response.js';
+import { isFunction, nonNegative, optionsObject, show } from '../core/validate.js';
+import { type ProblemReply, problemAnswer, writeProblem } from './problem-response.js';
 
 /** How refusals are answered. */
 export interface OverloadReplyOptions {
@@ -16,16 +18,16 @@ export interface OverloadReplyOptions {
    * does not; a load shedder's does).
    * @default 1_000
    */
-  readonly retryAfterMs?: number;
+  readonly retryAfterMs?: number | undefined;
   /**
    * Spread added on top of the base, as a fraction of it: `Retry-After` is a whole number of seconds
    * drawn uniformly from `⌈base⌉` to `⌈base⌉ + ⌈base × jitter⌉` (never less than the base, at least
    * 1). 0 turns jitter off.
    * @default 0.5
    */
-  readonly jitter?: number;
+  readonly jitter?: number | undefined;
   /** Randomness for the jitter. @default crypto-backed */
-  readonly random?: Random;
+  readonly random?: Random | undefined;
 }
 
 /** Validated {@link OverloadReplyOptions}. */
@@ -42,29 +44,19 @@ export function overloadReplier(options: OverloadReplyOptions): OverloadReplier 
   const jitter = nonNegative('jitter', options.jitter ?? 0.5);
   const random = options.random === undefined ? cryptoRandom : isFunction<Random>('random', options.random);
   const reply = (error: unknown, instance: string | undefined): ProblemReply => {
-    const plain = problemReply(error, instance === undefined ? {} : { instance });
-    if (!isTransientKind(plain.body.kind)) return plain;
-    const base = plain.body.retryAfterMs ?? baseMs;
+    const body = toProblem(error, instance === undefined ? {} : { instance });
+    if (!isTransientKind(body.kind)) return problemAnswer(body, undefined, undefined);
+    const base = body.retryAfterMs ?? baseMs; // toProblem clamps the error's own wait to 24 h
     const spread = Math.ceil((base * jitter) / 1000);
     let extra = Math.floor(random() * (spread + 1));
     if (!(extra >= 0 && extra <= spread)) extra = 0; // a broken random source means no jitter
-    const seconds = Math.max(1, Math.ceil(base / 1000)) + extra;
-    return {
-      status: plain.status,
-      headers: { ...plain.headers, 'retry-after': String(seconds) },
-      body: { ...plain.body, retryAfterMs: seconds * 1000 },
-    };
+    return problemAnswer(body, undefined, (Math.ceil(base / 1000) + extra) * 1000);
   };
   return {
     reply,
     send(res, error, instance) {
-      if (res.headersSent) {
-        res.end();
-        return;
-      }
-      const { status, headers, body } = reply(error, instance);
-      res.writeHead(status, headers);
-      res.end(JSON.stringify(body));
+      if (res.headersSent) res.end();
+      else writeProblem(res, reply(error, instance));
     },
   };
 }
@@ -85,10 +77,27 @@ export function isHealthCheck(request: { readonly url?: string | undefined }): b
   return typeof url === 'string' && healthPath.test(url);
 }
 
+/**
+ * Asks an adapter's `exempt` about one request. Its answer must be a boolean: anything else (a
+ * promise from an async function is truthy, so it would exempt every request) is a `TypeError`,
+ * which the adapters hand to `next(error)`.
+ */
+export function isExempt<Req>(exempt: (request: Req) => boolean, request: Req): boolean {
+  const answer: unknown = exempt(request);
+  if (typeof answer === 'boolean') return answer;
+  throw new TypeError(
+    `expected "exempt" to return a boolean, got ${isThenable(answer) ? 'a promise (exempt decides synchronously)' : show(answer)}`,
+  );
+}
+
 /** Reads the options object shared by the adapters. */
-export function adapterOptions<O extends object>(name: string, options: O | undefined): Partial<O> {
+export function adapterOptions<O extends object>(
+  name: string,
+  options: O | undefined,
+  known: ReadonlySet<string>,
+): Partial<O> {
   if (options === undefined) throw new TypeError(`expected "${name}" to be an options object, got undefined`);
-  return optionsObject(name, options);
+  return optionsObject(name, options, known);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ResilienceError, TimeoutError } from '../core/errors.js';
+import { ResilienceError, StoreUnavailableError, TimeoutError } from '../core/errors.js';
 import { problemReply, problemResponse } from './problem-response.js';
 
 const servers: ReturnType<typeof createServer>[] = [];
@@ -34,12 +34,56 @@ describe('problemReply', () => {
   });
 });
 
+describe('problemReply: Retry-After sanity', () => {
+  it('clamps an upstream Retry-After to 24 h instead of echoing it', () => {
+    const upstream = Object.assign(new Error('upstream busy'), {
+      response: { status: 503, headers: { 'retry-after': '10000000000000000000000' } },
+    });
+    const reply = problemReply(upstream);
+    expect(reply.status).toBe(503);
+    expect(reply.headers['retry-after']).toBe('86400');
+    expect(reply.body.retryAfterMs).toBe(86_400_000);
+    const forever = new ResilienceError('x', { code: 'ERR_X', kind: 'unavailable', retryAfterMs: Infinity });
+    expect(problemReply(forever).headers['retry-after']).toBe('86400');
+  });
+
+  it('bodies carry whole milliseconds that agree with the header', () => {
+    const limited = new ResilienceError('slow down', {
+      code: 'ERR_RATE_LIMITED',
+      kind: 'rate_limited',
+      retryAfterMs: 9_999.738,
+    });
+    const reply = problemReply(limited);
+    expect(reply.headers['retry-after']).toBe('10');
+    expect(reply.body.retryAfterMs).toBe(10_000);
+    expect(Number.isInteger(reply.body.retryAfterMs)).toBe(true);
+  });
+
+  it('every 503 and 429 carries a Retry-After, the error’s or retryAfterMs (default 1 s)', () => {
+    const down = new StoreUnavailableError('rate-limit store failed: ECONNREFUSED');
+    const reply = problemReply(down);
+    expect(reply.status).toBe(503);
+    expect(reply.headers['retry-after']).toBe('1');
+    expect(reply.body.retryAfterMs).toBe(1_000);
+    const limited = new ResilienceError('no', { code: 'ERR_L', kind: 'rate_limited' });
+    expect(problemReply(limited, { retryAfterMs: 30_000 }).headers['retry-after']).toBe('30');
+    // Not for the statuses where Retry-After means nothing.
+    expect(problemReply(new TimeoutError(5)).headers).not.toHaveProperty('retry-after');
+    expect(problemReply(new Error('bug')).headers).not.toHaveProperty('retry-after');
+  });
+
+  it('refuses a bad retryAfterMs with a TypeError', () => {
+    expect(() => problemReply(new Error('x'), { retryAfterMs: -1 })).toThrow(/"retryAfterMs"/);
+    expect(() => problemReply(new Error('x'), { retryAfterMs: Number.NaN })).toThrow(TypeError);
+  });
+});
+
 describe('problemResponse', () => {
   it('answers a real node:http request with status, headers and a problem+json body', async () => {
     const server = createServer((_req, res) => {
       problemResponse(
         res,
-        new ResilienceError('busy', { code: 'ERR_BUSY', kind: 'overloaded', retryAfterMs: 10 }),
+        new ResilienceError('busy', { code: 'ERR_BUSY', kind: 'overloaded', retryAfterMs: 10, expose: true }),
       );
     });
     servers.push(server);

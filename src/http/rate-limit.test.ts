@@ -1,8 +1,10 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { until } from '../../test/support/http-server.js';
 import { rateLimiter } from '../rate-limit/rate-limiter.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from '../rate-limit/store.js';
 import { memoryRateLimitStore } from '../stores/memory/rate-limit.js';
@@ -20,6 +22,36 @@ async function listen(server: Server): Promise<string> {
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** Resolves once `socket` has closed (not on its `error`, which a reset emits first). */
+function closed(socket: Socket): Promise<void> {
+  return socket.closed ? Promise.resolve() : new Promise((resolve) => socket.once('close', () => resolve()));
+}
+
+/**
+ * Opens `n` raw connections to `url`, sends a GET on each, waits until the server has called its key
+ * function for all of them (`keysSeen`), then resets every socket (TCP RST): clients that hang up
+ * while the key is being computed.
+ */
+async function resetMidRequest(url: string, n: number, keysSeen: () => number): Promise<void> {
+  const { hostname, port, pathname } = new URL(url);
+  const before = keysSeen();
+  const sockets = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof connect>>((resolve) => {
+          const socket = connect(Number(port), hostname, () => {
+            socket.write(`GET ${pathname} HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
+            resolve(socket);
+          });
+          socket.on('error', () => {});
+        }),
+    ),
+  );
+  await until(() => keysSeen() - before === n, 'the server computes every key');
+  for (const socket of sockets) socket.resetAndDestroy();
 }
 
 /** An in-process asynchronous store that can be switched off, standing for a remote store. */
@@ -117,14 +149,91 @@ describe('rateLimitMiddleware on node:http', () => {
     expect((await fetch(url, { headers: { 'x-user': 'bob' } })).status).toBe(200);
   });
 
-  it('a key of undefined exempts the request: no headers, no quota used', async () => {
+  it('a key of undefined is an error (500 via next), never an exemption', async () => {
     const limiter = rateLimiter({ limit: 1, periodMs: 10_000, clock: new FakeClock() });
     const url = await listen(nodeServer(rateLimitMiddleware({ limiter, key: byHeader })));
     for (let i = 0; i < 3; i++) {
-      const res = await fetch(`${url}/health`);
+      const res = await fetch(`${url}/orders`);
+      expect(res.status).toBe(500);
+      expect(await res.text()).toMatch(/returned undefined.*use "skip"/);
+    }
+    const async = await listen(nodeServer(rateLimitMiddleware({ limiter, key: async () => undefined })));
+    expect((await fetch(async)).status).toBe(500);
+  });
+
+  it('skip(req), sync or async, exempts a request: no headers, no quota used', async () => {
+    const limiter = rateLimiter({ limit: 1, periodMs: 10_000, clock: new FakeClock() });
+    const skipped: string[] = [];
+    const sync = await listen(
+      nodeServer(
+        rateLimitMiddleware({
+          limiter,
+          key: () => 'shared',
+          skip: (req) => {
+            skipped.push(req.url ?? '');
+            return req.url === '/health';
+          },
+        }),
+      ),
+    );
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${sync}/health`);
       expect(res.status).toBe(200);
       expect(res.headers.get('ratelimit')).toBeNull();
     }
+    expect((await fetch(`${sync}/orders`)).status).toBe(200);
+    expect((await fetch(`${sync}/orders`)).status).toBe(429);
+    expect(skipped).toHaveLength(5);
+    const asyncSkip = await listen(
+      nodeServer(
+        rateLimitMiddleware({ limiter, key: () => 'shared', skip: async (req) => req.url === '/internal' }),
+      ),
+    );
+    expect((await fetch(`${asyncSkip}/internal`)).status).toBe(200);
+    expect((await fetch(`${asyncSkip}/orders`)).status).toBe(429);
+  });
+
+  it('a skip that throws, rejects or returns a non-boolean goes to next(error)', async () => {
+    const limiter = rateLimiter({ limit: 5, periodMs: 1_000, clock: new FakeClock() });
+    const serve = (skip: (req: IncomingMessage) => boolean | Promise<boolean>) =>
+      listen(nodeServer(rateLimitMiddleware({ limiter, key: () => 'k', skip })));
+    const throwing = await serve(() => {
+      throw new Error('skip bug');
+    });
+    expect(await (await fetch(throwing)).text()).toBe('error: skip bug');
+    const rejecting = await serve(() => Promise.reject(new Error('skip lookup failed')));
+    expect(await (await fetch(rejecting)).text()).toBe('error: skip lookup failed');
+    const wrong = await serve(() => 'yes' as never);
+    const res = await fetch(wrong);
+    expect(res.status).toBe(500);
+    expect(await res.text()).toMatch(/"skip" function to return a boolean, got "yes"/);
+    expect(() => rateLimitMiddleware({ limiter, key: () => 'k', skip: true as never })).toThrow(
+      /"skip" to be a function/,
+    );
+  });
+
+  it('a client that resets its socket mid-request (async key on remoteAddress) never reaches the handler', async () => {
+    const limiter = rateLimiter({ limit: 2, periodMs: 60_000, clock: new FakeClock() });
+    const seen = { keys: 0, handled: 0, errors: 0 };
+    const middleware = rateLimitMiddleware({
+      limiter,
+      key: async (req) => {
+        seen.keys++;
+        await closed(req.socket);
+        return req.socket.remoteAddress; // undefined once the client has hung up
+      },
+    });
+    const server = createServer((req, res) =>
+      middleware(req, res, (error?: unknown) => {
+        if (error === undefined) seen.handled++;
+        else seen.errors++;
+        res.destroy();
+      }),
+    );
+    const url = await listen(server);
+    await resetMidRequest(url, 20, () => seen.keys);
+    await until(() => seen.handled + seen.errors === 20, 'every request was decided');
+    expect(seen).toEqual({ keys: 20, handled: 0, errors: 20 });
   });
 
   it('takes an async key function and a cost per request; headers can be turned off', async () => {
@@ -163,11 +272,17 @@ describe('rateLimitMiddleware on node:http', () => {
     expect(unavailable.status).toBe(503);
     expect(unavailable.headers.get('content-type')).toBe('application/problem+json');
     expect(unavailable.headers.get('ratelimit')).toBeNull();
-    expect(await unavailable.json()).toMatchObject({
+    // Like every 503 we send: a Retry-After (1 s, jittered up to 2 s), the body agreeing.
+    const retryAfter = unavailable.headers.get('retry-after');
+    expect(retryAfter).toMatch(/^[12]$/);
+    const problem = await unavailable.json();
+    expect(problem).toMatchObject({
       status: 503,
       kind: 'unavailable',
       code: 'ERR_STORE_UNAVAILABLE',
+      retryAfterMs: Number(retryAfter) * 1000,
     });
+    expect(JSON.stringify(problem)).not.toContain('ECONNREFUSED');
     const admitted = await fetch(openUrl);
     expect(admitted.status).toBe(200);
     expect(admitted.headers.get('ratelimit')).toBeNull();
@@ -192,7 +307,7 @@ describe('rateLimitMiddleware on node:http', () => {
     const empty = await listen(nodeServer(rateLimitMiddleware({ limiter, key: () => '' })));
     const res = await fetch(empty);
     expect(res.status).toBe(500);
-    expect(await res.text()).toMatch(/non-empty string or undefined, got ""/);
+    expect(await res.text()).toMatch(/non-empty string, got ""/);
   });
 
   it('rejects bad options with a TypeError', () => {
@@ -299,10 +414,50 @@ describe('fastifyRateLimit', () => {
     state.down = true;
     const down = await fetch(url);
     expect(down.status).toBe(503);
+    expect(down.headers.get('retry-after')).toMatch(/^[12]$/);
     expect(await down.json()).toMatchObject({ kind: 'unavailable', code: 'ERR_STORE_UNAVAILABLE' });
     state.down = false;
     expect((await fetch(url)).status).toBe(200);
     expect((await fetch(`${url}/boom`)).status).toBe(500);
+  });
+
+  it('an undefined key is the error reply; skip exempts; a reset client never reaches the route', async () => {
+    const limiter = rateLimiter({ limit: 2, periodMs: 60_000, clock: new FakeClock() });
+    const seen = { keys: 0, handled: 0, errors: 0 };
+    const app = Fastify();
+    app.setErrorHandler((error, _request, reply) => {
+      seen.errors++;
+      void reply.code(500).send({ message: (error as Error).message });
+    });
+    await app.register(fastifyRateLimit, {
+      limiter,
+      skip: (request) => request.url === '/health',
+      key: async (request) => {
+        if (request.url === '/anonymous') return undefined;
+        seen.keys++;
+        await closed(request.raw.socket);
+        return request.ip; // undefined once the client has hung up
+      },
+    });
+    app.get('/health', async () => 'up');
+    app.get('/anonymous', async () => 'never');
+    app.get('/work', async () => {
+      seen.handled++;
+      return 'done';
+    });
+    const url = await start(app);
+    for (let i = 0; i < 3; i++) {
+      const health = await fetch(`${url}/health`);
+      expect(health.status).toBe(200);
+      expect(health.headers.get('ratelimit')).toBeNull();
+    }
+    const anonymous = await fetch(`${url}/anonymous`);
+    expect(anonymous.status).toBe(500);
+    expect((await anonymous.json()).message).toMatch(/returned undefined/);
+    seen.errors = 0;
+    await resetMidRequest(`${url}/work`, 20, () => seen.keys);
+    await until(() => seen.errors === 20, 'every reset request was failed');
+    expect(seen).toEqual({ keys: 20, handled: 0, errors: 20 });
   });
 
   it('fails registration on bad options', async () => {

@@ -14,13 +14,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isStoreUnavailableError } from '../core/errors.js';
 import { isThenable } from '../core/policy.js';
-import { isFunction, optionsObject, show } from '../core/validate.js';
+import { isFunction, optionKeys, optionsObject, show } from '../core/validate.js';
 import { RateLimitedError } from '../rate-limit/errors.js';
 import type { RateLimiter } from '../rate-limit/rate-limiter.js';
 import type { RateLimitResult, RateLimitRule } from '../rate-limit/store.js';
-import { problemReply, problemResponse } from './problem-response.js';
+import { overloadReplier } from './overload-reply.js';
+import { type ProblemReply, problemReply, writeProblem } from './problem-response.js';
 
-/** What a key function may return: the key, or `undefined` to let the request through unlimited. */
+/**
+ * What a key function may return. `undefined` is allowed by the type because request properties
+ * (`req.ip`, `req.socket.remoteAddress`) are `string | undefined`, but at run time it is an error:
+ * the request fails (500), it is never let through unlimited. Exempt requests with `skip`.
+ */
 export type RateLimitKey = string | undefined;
 
 /** Options shared by {@link rateLimitMiddleware} and {@link fastifyRateLimit}. */
@@ -28,17 +33,32 @@ export interface RateLimitHttpOptions<Req> {
   /** The limiter deciding (in-memory or Redis-backed). */
   readonly limiter: RateLimiter;
   /**
-   * The key of a request: a client IP, a user or tenant id, an API key. Return `undefined` to exempt
-   * the request (health checks, internal callers). May return a promise (e.g. an API-key lookup).
-   * Returning `''` or a non-string is a bug and fails the request (500) rather than limiting a
-   * shared empty key.
+   * The key of a request: a client IP, a user or tenant id, an API key. May return a promise (e.g.
+   * an API-key lookup). It must give a non-empty string: `undefined` (`req.socket.remoteAddress` is
+   * `undefined` once the client hung up), `''` or a non-string fails the request (500 via
+   * `next(error)`, or Fastify's error reply) instead of exempting it or limiting one shared key.
    */
   readonly key: (request: Req) => RateLimitKey | Promise<RateLimitKey>;
+  /**
+   * Requests that are not limited at all (health checks, internal callers): `true` exempts the
+   * request, `false` limits it; asked before `key`. May return a promise. Anything but a boolean
+   * (or a promise of one), a throw or a rejection fails the request like a bad key.
+   * @default none: every request is limited
+   */
+  readonly skip?: ((request: Req) => boolean | Promise<boolean>) | undefined;
   /** Units the request takes (e.g. by route weight). @default () => 1 */
-  readonly cost?: (request: Req) => number;
+  readonly cost?: ((request: Req) => number) | undefined;
   /** Send `RateLimit-Policy` and `RateLimit` headers. @default true */
-  readonly headers?: boolean;
+  readonly headers?: boolean | undefined;
 }
+
+const rateLimitHttpOptionKeys = optionKeys<RateLimitHttpOptions<unknown>>({
+  limiter: true,
+  key: true,
+  skip: true,
+  cost: true,
+  headers: true,
+});
 
 /** The headers of one decision, per the IETF draft (names in lower case, as Node sends them). */
 export function rateLimitHeaders(rule: RateLimitRule, result: RateLimitResult): Record<string, string> {
@@ -76,33 +96,83 @@ function policyHeader(rule: RateLimitRule): string {
 interface Checked<Req> {
   readonly limiter: RateLimiter;
   readonly key: (request: Req) => RateLimitKey | Promise<RateLimitKey>;
+  readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
   readonly cost: ((request: Req) => number) | undefined;
   readonly headers: boolean;
 }
 
 function check<Req>(options: RateLimitHttpOptions<Req>, what: string): Checked<Req> {
-  const o = optionsObject(what, options);
+  const o = optionsObject(what, options, rateLimitHttpOptionKeys);
   // Duck-typed, not instanceof: a limiter from another copy of bulwark works too.
   const limiter = o.limiter as Partial<RateLimiter> | undefined;
   if (typeof limiter?.take !== 'function' || typeof limiter.rule?.name !== 'string') {
     throw new TypeError(`expected "limiter" to be a rate limiter from rateLimiter(), got ${show(o.limiter)}`);
   }
   const key = isFunction<(request: Req) => RateLimitKey | Promise<RateLimitKey>>('key', o.key);
+  const skip =
+    o.skip === undefined
+      ? undefined
+      : isFunction<(request: Req) => boolean | Promise<boolean>>('skip', o.skip);
   const cost = o.cost === undefined ? undefined : isFunction<(request: Req) => number>('cost', o.cost);
   if (o.headers !== undefined && typeof o.headers !== 'boolean') {
     throw new TypeError(`expected "headers" to be a boolean, got ${show(o.headers)}`);
   }
-  return { limiter: limiter as RateLimiter, key, cost, headers: o.headers ?? true };
+  return { limiter: limiter as RateLimiter, key, skip, cost, headers: o.headers ?? true };
 }
 
 /** What the adapters do with one request. */
 type Verdict =
   | { readonly kind: 'pass'; readonly headers?: Record<string, string> }
   | { readonly kind: 'refuse'; readonly error: unknown; readonly headers?: Record<string, string> }
+  | { readonly kind: 'unavailable'; readonly error: unknown }
   | { readonly kind: 'error'; readonly error: unknown };
 
-/** Runs the key function and the limiter for one request; settles synchronously when both do. */
+const PASS: Verdict = { kind: 'pass' };
+
+/**
+ * The answer to a store failure under `fail-closed`: 503 with a jittered `Retry-After` (1–2 s), so
+ * the clients refused during an outage do not all come back in the same second.
+ */
+const storeDown = overloadReplier({});
+
+/** Runs `skip`, the key function and the limiter for one request; settles synchronously when they do. */
 function decide<Req>(c: Checked<Req>, request: Req, done: (verdict: Verdict) => void): void {
+  if (c.skip === undefined) {
+    decideKey(c, request, done);
+    return;
+  }
+  let skip: boolean | Promise<boolean>;
+  try {
+    skip = c.skip(request);
+  } catch (error) {
+    done({ kind: 'error', error });
+    return;
+  }
+  if (isThenable<boolean>(skip)) {
+    skip.then(
+      (s) => afterSkip(c, request, s, done),
+      (error: unknown) => done({ kind: 'error', error }),
+    );
+  } else afterSkip(c, request, skip, done);
+}
+
+function afterSkip<Req>(
+  c: Checked<Req>,
+  request: Req,
+  skip: unknown,
+  done: (verdict: Verdict) => void,
+): void {
+  if (skip === false) decideKey(c, request, done);
+  else if (skip === true) done(PASS);
+  else {
+    done({
+      kind: 'error',
+      error: new TypeError(`expected the rate-limit "skip" function to return a boolean, got ${show(skip)}`),
+    });
+  }
+}
+
+function decideKey<Req>(c: Checked<Req>, request: Req, done: (verdict: Verdict) => void): void {
   let key: RateLimitKey | Promise<RateLimitKey>;
   try {
     key = c.key(request);
@@ -118,18 +188,19 @@ function decide<Req>(c: Checked<Req>, request: Req, done: (verdict: Verdict) => 
   } else take(c, request, key, done);
 }
 
+function badKey(key: unknown): TypeError {
+  return new TypeError(
+    key === undefined
+      ? 'the rate-limit "key" function returned undefined for this request (req.socket.remoteAddress ' +
+          'is undefined once the client hung up): a request without a key is refused, never let ' +
+          'through unlimited; use "skip" to exempt requests'
+      : `expected the rate-limit "key" function to return a non-empty string, got ${show(key)}`,
+  );
+}
+
 function take<Req>(c: Checked<Req>, request: Req, key: RateLimitKey, done: (verdict: Verdict) => void): void {
-  if (key === undefined) {
-    done({ kind: 'pass' });
-    return;
-  }
   if (typeof key !== 'string' || key === '') {
-    done({
-      kind: 'error',
-      error: new TypeError(
-        `expected the rate-limit "key" function to return a non-empty string or undefined, got ${show(key)}`,
-      ),
-    });
+    done({ kind: 'error', error: badKey(key) });
     return;
   }
   let decision: RateLimitResult | Promise<RateLimitResult>;
@@ -141,7 +212,7 @@ function take<Req>(c: Checked<Req>, request: Req, key: RateLimitKey, done: (verd
   }
   const apply = (result: RateLimitResult): void => {
     const headers = c.headers ? rateLimitHeaders(c.limiter.rule, result) : undefined;
-    if (result.allowed) done(headers === undefined ? { kind: 'pass' } : { kind: 'pass', headers });
+    if (result.allowed) done(headers === undefined ? PASS : { kind: 'pass', headers });
     else {
       const error = new RateLimitedError(key, result.retryAfterMs, {
         limit: result.limit,
@@ -153,14 +224,26 @@ function take<Req>(c: Checked<Req>, request: Req, key: RateLimitKey, done: (verd
   if (isThenable<RateLimitResult>(decision)) {
     decision.then(apply, (error: unknown) =>
       // The store is down and the limiter fails closed: 503, not 429, and no RateLimit headers.
-      done(isStoreUnavailableError(error) ? { kind: 'refuse', error } : { kind: 'error', error }),
+      done(isStoreUnavailableError(error) ? { kind: 'unavailable', error } : { kind: 'error', error }),
     );
   } else apply(decision);
 }
 
+/** The answer to a refusal: 429 with the RateLimit headers, or 503 for a store down (fail-closed). */
+function refusal(
+  verdict: Extract<Verdict, { kind: 'refuse' | 'unavailable' }>,
+  url: string | undefined,
+): ProblemReply {
+  if (verdict.kind === 'unavailable') return storeDown.reply(verdict.error, url);
+  return problemReply(verdict.error, {
+    ...(url === undefined ? {} : { instance: url }),
+    ...(verdict.headers === undefined ? {} : { headers: verdict.headers }),
+  });
+}
+
 /** A connect-style middleware: `(req, res, next)`, as node:http handlers and Express use. */
-export type RateLimitMiddleware = (
-  req: IncomingMessage,
+export type RateLimitMiddleware<Req extends IncomingMessage = IncomingMessage> = (
+  req: Req,
   res: ServerResponse,
   next: (error?: unknown) => void,
 ) => void;
@@ -168,15 +251,26 @@ export type RateLimitMiddleware = (
 /**
  * Rate limiting for node:http and Express: `(req, res, next)`. Allowed requests get the
  * `RateLimit-Policy`/`RateLimit` headers and `next()`; refused ones are answered `429` with
- * `Retry-After` and a problem+json body; a store failure under `fail-closed` is answered `503`. A
- * throwing key or cost function, or a bad key, goes to `next(error)` (Express's error handler).
- * Throws a `TypeError` at once for bad options.
+ * `Retry-After` and a problem+json body; a store failure under `fail-closed` is answered `503` with
+ * a jittered `Retry-After` of 1–2 s. Requests for which `skip` says `true` pass untouched. A key of
+ * `undefined` or `''`, a throwing key, skip or cost function, goes to `next(error)` (Express's
+ * error handler): a request is never let through unlimited because its key is missing. Throws a
+ * `TypeError` at once for bad options.
+ *
+ * With Express, type the request (`(req: Request) => ...`) to read Express's fields.
  *
  * @example
  * const limiter = rateLimiter({ limit: 100, periodMs: 60_000, store: redisStores(redis).rateLimit });
- * app.use(rateLimitMiddleware({ limiter, key: (req) => req.socket.remoteAddress }));
+ * app.use(rateLimitMiddleware({
+ *   limiter,
+ *   // undefined once the client hung up: that request fails (500), it is not let through
+ *   key: (req: Request) => req.ip ?? req.socket.remoteAddress,
+ *   skip: (req) => req.path === '/healthz',
+ * }));
  */
-export function rateLimitMiddleware(options: RateLimitHttpOptions<IncomingMessage>): RateLimitMiddleware {
+export function rateLimitMiddleware<Req extends IncomingMessage = IncomingMessage>(
+  options: RateLimitHttpOptions<Req>,
+): RateLimitMiddleware<Req> {
   const c = check(options, 'rateLimitMiddleware options');
   return (req, res, next) => {
     decide(c, req, (verdict) => {
@@ -190,10 +284,7 @@ export function rateLimitMiddleware(options: RateLimitHttpOptions<IncomingMessag
         next();
         return;
       }
-      problemResponse(res, verdict.error, {
-        ...(req.url === undefined ? {} : { instance: req.url }),
-        ...(verdict.headers === undefined ? {} : { headers: verdict.headers }),
-      });
+      writeProblem(res, refusal(verdict, req.url));
     });
   };
 }
@@ -201,8 +292,10 @@ export function rateLimitMiddleware(options: RateLimitHttpOptions<IncomingMessag
 /** The parts of a Fastify request the plugin hands to `key`; it is the real Fastify request. */
 export interface FastifyRequestLike {
   readonly url: string;
-  readonly ip?: string;
+  readonly ip?: string | undefined;
   readonly headers: Record<string, string | string[] | undefined>;
+  /** The node:http request (`request.raw.socket`, ...). */
+  readonly raw: IncomingMessage;
 }
 
 /** The parts of a Fastify reply the plugin uses. */
@@ -231,7 +324,7 @@ export type FastifyRateLimitOptions<Req extends FastifyRequestLike = FastifyRequ
  * only that scope's routes.
  *
  * @example
- * app.register(fastifyRateLimit, { limiter, key: (request) => request.ip });
+ * app.register(fastifyRateLimit, { limiter, key: (request) => request.ip, skip: (request) => request.url === '/healthz' });
  */
 export function fastifyRateLimit(
   fastify: FastifyInstanceLike,
@@ -261,10 +354,7 @@ export function fastifyRateLimit(
         next();
         return;
       }
-      const answer = problemReply(verdict.error, {
-        instance: request.url,
-        ...(verdict.headers === undefined ? {} : { headers: verdict.headers }),
-      });
+      const answer = refusal(verdict, request.url);
       reply.code(answer.status);
       for (const name in answer.headers) reply.header(name, answer.headers[name]!);
       reply.send(JSON.stringify(answer.body));

@@ -1,0 +1,150 @@
+/**
+ * Bulkhead route wrappers: the slot spans the handler's own work, not only the response. The
+ * middleware form (`bulkheadMiddleware`) frees a slot when the response closes, which is also when
+ * a client hangs up, while its handler may still be running; these wrappers hold the slot until
+ * the handler's promise settles (and the response has closed), so `maxConcurrent` bounds the
+ * handlers themselves.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isThenable, type Policy } from '../core/policy.js';
+import { isFunction, optionKeys, refuseUnknownKeys, show } from '../core/validate.js';
+import { holdSlot, untilClosed } from './hold-slot.js';
+import {
+  type FastifyAdmissionReply,
+  type FastifyAdmissionRequest,
+  fastifyRefuse,
+  type OverloadReplier,
+  type OverloadReplyOptions,
+  overloadReplier,
+} from './overload-reply.js';
+
+/** A connect-style route handler (node:http, Express) that may return a promise of its work. */
+export type BulkheadRouteHandler<Req extends IncomingMessage, Res extends ServerResponse> = (
+  request: Req,
+  response: Res,
+  next: (error?: unknown) => void,
+) => unknown;
+
+/** A Fastify route handler (`async (request, reply) => value`). */
+export type FastifyBulkheadRouteHandler<
+  Req extends FastifyAdmissionRequest,
+  Reply extends FastifyAdmissionReply,
+> = (request: Req, reply: Reply) => unknown;
+
+const noop = (): void => {};
+
+const replyOptionKeys = optionKeys<OverloadReplyOptions>({ retryAfterMs: true, jitter: true, random: true });
+
+function checked(
+  bulkhead: Policy,
+  handler: unknown,
+  options: OverloadReplyOptions | undefined,
+): OverloadReplier {
+  if (typeof bulkhead !== 'object' || bulkhead === null || typeof bulkhead.execute !== 'function') {
+    throw new TypeError(`expected "bulkhead" to be a policy (with execute), got ${show(bulkhead)}`);
+  }
+  isFunction('handler', handler);
+  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+    throw new TypeError(`expected "options" to be an options object, got ${show(options)}`);
+  }
+  refuseUnknownKeys('bulkheadHandler options', options, replyOptionKeys);
+  return overloadReplier(options ?? {});
+}
+
+/**
+ * Wraps one node:http / Express route handler in a bulkhead (or any `Policy`): the handler runs
+ * once admitted, and its slot is held until **both** the handler's returned promise has settled and
+ * the response has closed. So a client that hangs up mid-handler does not free the slot while the
+ * handler still works, and `maxConcurrent` bounds the handlers themselves. A handler that returns
+ * nothing (callback style) holds its slot until the response closes, as the middleware does.
+ *
+ * Refusals (queue full, queue timeout) are answered **503** problem+json with a jittered
+ * `Retry-After` (`options`: `retryAfterMs`, `jitter`, `random`, as for `bulkheadMiddleware`); the
+ * handler never runs. A client that leaves while queued leaves the queue and its handler never
+ * runs. A handler that throws or rejects goes to `next(error)`. Throws a `TypeError` at once for a
+ * bad argument.
+ *
+ * With Express, type the handler's parameters (`req: Request, res: Response`) to use Express's API.
+ *
+ * @example
+ * const reports = bulkhead({ maxConcurrent: 4, maxQueue: 16, queueTimeoutMs: 1_000 });
+ * app.get('/reports/:id', bulkheadHandler(reports, async (req: Request, res: Response) => {
+ *   res.json(await buildReport(req.params.id));
+ * }));
+ */
+export function bulkheadHandler<
+  Req extends IncomingMessage = IncomingMessage,
+  Res extends ServerResponse = ServerResponse,
+>(
+  bulkhead: Policy,
+  handler: BulkheadRouteHandler<Req, Res>,
+  options?: OverloadReplyOptions,
+): (request: Req, response: Res, next: (error?: unknown) => void) => void {
+  const replier = checked(bulkhead, handler, options);
+  return function bulwarkBulkheadHandler(request, response, next) {
+    holdSlot(bulkhead, response, {
+      run() {
+        const closed = untilClosed(response);
+        let work: unknown;
+        try {
+          work = handler(request, response, next);
+        } catch (error) {
+          next(error);
+          return closed;
+        }
+        if (!isThenable(work)) return closed;
+        const settled = Promise.resolve(work).then(noop, (error: unknown) => next(error));
+        return Promise.all([settled, closed]).then(noop);
+      },
+      refuse: (error) => replier.send(response, error, request.url),
+      gone: noop,
+    });
+  };
+}
+
+/**
+ * The Fastify form of {@link bulkheadHandler}: wraps a route handler so that it runs in a bulkhead
+ * (or any `Policy`) and holds its slot until its promise has settled and `reply.raw` has closed.
+ * The handler's value is sent as Fastify sends any async handler's value; a throw or rejection
+ * reaches Fastify's error handler. Refusals are answered 503 problem+json with a jittered
+ * `Retry-After`; a client that leaves while queued leaves the queue and its handler never runs.
+ * Throws a `TypeError` at once for a bad argument.
+ *
+ * @example
+ * app.get('/reports/:id', fastifyBulkheadHandler(reports, async (request) => buildReport(request.params)));
+ */
+export function fastifyBulkheadHandler<
+  Req extends FastifyAdmissionRequest = FastifyAdmissionRequest,
+  Reply extends FastifyAdmissionReply = FastifyAdmissionReply,
+>(
+  bulkhead: Policy,
+  handler: FastifyBulkheadRouteHandler<Req, Reply>,
+  options?: OverloadReplyOptions,
+): (request: Req, reply: Reply) => Promise<unknown> {
+  const replier = checked(bulkhead, handler, options);
+  return function bulwarkBulkheadHandler(request, reply) {
+    return new Promise<unknown>((resolve, reject) => {
+      holdSlot(bulkhead, reply.raw, {
+        run() {
+          const closed = untilClosed(reply.raw);
+          let work: unknown;
+          try {
+            work = handler(request, reply);
+          } catch (error) {
+            reject(error);
+            return closed;
+          }
+          // Fastify sends the value once this promise resolves; the slot waits for the response too.
+          const settled = Promise.resolve(work).then(resolve, reject);
+          return Promise.all([settled, closed]).then(noop);
+        },
+        refuse(error) {
+          fastifyRefuse(replier, reply, error, request.url);
+          resolve(reply); // Fastify waits on a returned reply (it is thenable) and sends nothing more
+        },
+        // Nobody to answer: an undefined value on a destroyed socket makes Fastify send nothing.
+        gone: () => resolve(undefined),
+      });
+    });
+  };
+}

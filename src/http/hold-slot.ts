@@ -1,0 +1,72 @@
+/**
+ * Holding one HTTP request in a policy (normally a bulkhead): admission, the slot's lifetime and a
+ * client that leaves while queued. Shared by the bulkhead middleware and the route wrappers.
+ */
+import type { ServerResponse } from 'node:http';
+import type { Policy } from '../core/policy.js';
+
+/** What one adapter does with a request held in a policy. */
+export interface Held {
+  /**
+   * Runs the request once admitted. The slot is held until the returned promise settles; it must
+   * not reject (the adapter reports its own errors).
+   */
+  run(): Promise<void>;
+  /** Answers the policy's refusal (bulkhead full, queue timeout). */
+  refuse(error: unknown): void;
+  /** The client left before the request ran: there is nobody to answer. */
+  gone(): void;
+}
+
+const noop = (): void => {};
+
+/** Resolves once `response` has closed: finished, or the client went away. */
+export function untilClosed(response: ServerResponse): Promise<void> {
+  if (response.closed) return Promise.resolve();
+  return new Promise((resolve) => response.once('close', () => resolve()));
+}
+
+/**
+ * Runs `held` inside `policy`. A client that goes away while queued aborts its wait: it leaves the
+ * queue without taking a slot, and `run` is never called (not even by a policy that ignores the
+ * abort). A refusal before `run` started goes to `held.refuse`; if that throws, the response is
+ * destroyed rather than left hanging.
+ */
+export function holdSlot(policy: Policy, response: ServerResponse, held: Held): void {
+  const controller = new AbortController();
+  let started = false;
+  const onEarlyClose = (): void => {
+    if (!started) controller.abort();
+  };
+  response.once('close', onEarlyClose);
+  // A client that left before this adapter ran: the request never runs nor takes a slot.
+  if (response.closed) controller.abort();
+  const operation = (): Promise<void> => {
+    started = true;
+    response.off('close', onEarlyClose);
+    if (controller.signal.aborted) {
+      held.gone();
+      return Promise.resolve();
+    }
+    return held.run();
+  };
+  let result: Promise<void>;
+  try {
+    result = policy.execute(operation, { signal: controller.signal });
+  } catch (error) {
+    result = Promise.reject(error);
+  }
+  result.then(noop, (error: unknown) => {
+    if (started) return; // the request ran: its adapter owns the response
+    response.off('close', onEarlyClose);
+    if (controller.signal.aborted) {
+      held.gone();
+      return;
+    }
+    try {
+      held.refuse(error);
+    } catch {
+      response.destroy(); // could not answer: at least do not leave the client hanging
+    }
+  });
+}
