@@ -51,6 +51,7 @@ export {
 } from './circuit-breaker/circuit-breaker.js';
 export { CircuitOpenError, isCircuitOpenError, type RefusingState } from './circuit-breaker/errors.js';
 export type {
+  CallTimeoutMode,
   CircuitBreakerOptions,
   CircuitSnapshot,
   CircuitState,
@@ -85,7 +86,7 @@ export { type Disposer, type Listener, setListenerErrorHandler } from './core/ev
 export { fromHttpStatus, type Problem, toHttpStatus, toProblem } from './core/http-status.js';
 export { isTransientKind, type Kind, kinds } from './core/kind.js';
 export { pipeline } from './core/pipeline.js';
-export type { ExecuteOptions, Policy } from './core/policy.js';
+export type { ExecuteOptions, Policy, PolicyExtra } from './core/policy.js';
 export type { Random } from './core/random.js';
 export { findRetryAfter, parseRetryAfter, retryAfterOf } from './core/retry-after.js';
 export { HedgeCanceledError, isHedgeCanceledError } from './hedge/errors.js';

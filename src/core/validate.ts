@@ -75,12 +75,96 @@ export function oneOf<S extends string>(name: string, value: unknown, allowed: r
   return value as S;
 }
 
-/** A plain options object, or undefined (treated as `{}`). */
-export function optionsObject<O extends object>(name: string, value: O | undefined): Partial<O> {
+/**
+ * A plain options object, or undefined (treated as `{}`). With `known` (from {@link optionKeys}),
+ * a key outside it is refused as {@link refuseUnknownKeys} does.
+ */
+export function optionsObject<O extends object>(
+  name: string,
+  value: O | undefined,
+  known?: ReadonlySet<string>,
+): Partial<O> {
   if (value === undefined) return {};
   if (value === null || typeof value !== 'object' || Array.isArray(value))
     fail(name, 'an options object', value);
+  if (known !== undefined) refuseUnknownKeys(name, value, known);
   return value;
+}
+
+/**
+ * The set of option names of the options type `O`. The argument must list every key of `O` and
+ * nothing else (a compile error otherwise), so the set cannot drift from the interface.
+ *
+ * @example const retryKeys = optionKeys<RetryOptions>({ maxAttempts: true, backoff: true, ... });
+ */
+export function optionKeys<O extends object>(keys: { readonly [K in keyof O]-?: true }): ReadonlySet<string> {
+  return new Set(Object.keys(keys));
+}
+
+/**
+ * Throws a `TypeError` naming the first own key of `options` that is not in `known`, with the
+ * closest known name when one is near (`unknown option "maxAttempt" in retry options; did you
+ * mean "maxAttempts"?`): a misspelled option is a bug, not a silent default. `undefined` passes.
+ */
+export function refuseUnknownKeys(
+  name: string,
+  options: object | undefined,
+  known: ReadonlySet<string>,
+): void {
+  if (options === undefined) return;
+  for (const key of Object.keys(options)) {
+    if (known.has(key)) continue;
+    const near = closest(key, known);
+    throw new TypeError(
+      `unknown option ${show(key)} in ${name}${near === undefined ? '' : `; did you mean ${show(near)}?`}`,
+    );
+  }
+}
+
+/**
+ * The known name nearest to `key`, if it is near enough to be a typo: a few edits away (case
+ * ignored, a swap of two letters is one edit), or one name a prefix of the other (`delay` for
+ * `delayMs`).
+ */
+function closest(key: string, known: ReadonlySet<string>): string | undefined {
+  const typed = key.toLowerCase();
+  const nearEnough = Math.max(1, Math.floor(key.length / 3));
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of known) {
+    const name = candidate.toLowerCase();
+    const prefix =
+      Math.min(typed.length, name.length) >= 3 && (name.startsWith(typed) || typed.startsWith(name));
+    const distance = editDistance(typed, name);
+    if ((distance <= nearEnough || prefix) && distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** Edit distance counting insertions, deletions, substitutions and swaps of adjacent letters. */
+function editDistance(a: string, b: string): number {
+  // rows[i][j]: distance between the first i letters of a and the first j of b
+  const rows: number[][] = [Array.from({ length: b.length + 1 }, (_, j) => j)];
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const above = rows[i - 1] as number[];
+      let d = Math.min(
+        (above[j] as number) + 1,
+        (row[j - 1] as number) + 1,
+        (above[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d = Math.min(d, ((rows[i - 2] as number[])[j - 2] as number) + 1);
+      }
+      row.push(d);
+    }
+    rows.push(row);
+  }
+  return (rows[a.length] as number[])[b.length] as number;
 }
 
 /** An object providing `now`, `sleep`, `setTimer` and `clearTimer`. */
@@ -97,4 +181,17 @@ export function isClock<C>(name: string, value: unknown): C {
     fail(name, 'a Clock (now, sleep, setTimer, clearTimer)', value);
   }
   return value as C;
+}
+
+/**
+ * A key for a store: a non-empty string of well-formed UTF-16 (no lone surrogate). Redis clients
+ * encode strings as UTF-8 and write a lone surrogate as U+FFFD, so `'\uD800'`, `'\uDBFF'` and
+ * `'\uFFFD'` would share one key there; refusing them everywhere keeps every store alike.
+ */
+export function storeKey(name: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0) fail(name, 'a non-empty string', value);
+  if (!(value as string & { isWellFormed(): boolean }).isWellFormed()) {
+    fail(name, 'well-formed UTF-16 (no lone surrogate: Redis would store it as U+FFFD)', value);
+  }
+  return value;
 }

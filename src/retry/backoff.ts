@@ -4,7 +4,7 @@
  * returns a negative number, NaN, or more than its `maxMs`.
  */
 import { cryptoRandom, type Random } from '../core/random.js';
-import { inRange, isFunction, nonNegative, optionsObject } from '../core/validate.js';
+import { inRange, isFunction, nonNegative, optionKeys, optionsObject } from '../core/validate.js';
 
 /** Milliseconds to wait before retry `retry` (1 for the first retry). */
 export type Backoff = (retry: number) => number;
@@ -12,19 +12,36 @@ export type Backoff = (retry: number) => number;
 /** Options of the exponential families. */
 export interface ExponentialOptions {
   /** The first delay (the median first delay for `decorrelatedJitter`). @default 100 */
-  readonly baseMs?: number;
+  readonly baseMs?: number | undefined;
   /** The ceiling of every delay. @default 30_000 */
-  readonly maxMs?: number;
+  readonly maxMs?: number | undefined;
 }
 
 /** Options of jittered strategies. */
 export interface JitterOptions extends ExponentialOptions {
   /** Source of [0, 1) randomness. @default crypto-backed */
-  readonly random?: Random;
+  readonly random?: Random | undefined;
 }
 
-function bounds(options: ExponentialOptions | undefined, name: string): { baseMs: number; maxMs: number } {
-  const o = optionsObject(name, options);
+const exponentialKeys = optionKeys<ExponentialOptions & { factor?: unknown }>({
+  baseMs: true,
+  maxMs: true,
+  factor: true,
+});
+const exponentialJitterKeys = optionKeys<JitterOptions & { jitter?: unknown }>({
+  baseMs: true,
+  maxMs: true,
+  random: true,
+  jitter: true,
+});
+const jitterKeys = optionKeys<JitterOptions>({ baseMs: true, maxMs: true, random: true });
+
+function bounds(
+  options: ExponentialOptions | undefined,
+  name: string,
+  known: ReadonlySet<string>,
+): { baseMs: number; maxMs: number } {
+  const o = optionsObject(name, options, known);
   const baseMs = nonNegative('baseMs', o.baseMs ?? 100);
   const maxMs = nonNegative('maxMs', o.maxMs ?? 30_000);
   if (maxMs < baseMs) throw new TypeError(`expected "maxMs" (${maxMs}) to be at least "baseMs" (${baseMs})`);
@@ -73,8 +90,10 @@ export function linear(baseMs: number, stepMs: number = baseMs, maxMs = Infinity
  * many clients retry the same dependency: identical delays synchronise them into waves.
  * @example retry({ backoff: exponential({ baseMs: 100, maxMs: 5_000 }) })
  */
-export function exponential(options?: ExponentialOptions & { readonly factor?: number }): Backoff {
-  const { baseMs, maxMs } = bounds(options, 'exponential options');
+export function exponential(
+  options?: ExponentialOptions & { readonly factor?: number | undefined },
+): Backoff {
+  const { baseMs, maxMs } = bounds(options, 'exponential options', exponentialKeys);
   const factor = inRange('factor', options?.factor ?? 2, 1, Number.MAX_VALUE);
   return (retry) => grow(baseMs, factor, retry, maxMs);
 }
@@ -85,8 +104,10 @@ export function exponential(options?: ExponentialOptions & { readonly factor?: n
  * `[(1 − jitter)·d, min(maxMs, (1 + jitter)·d)]` where `d = min(maxMs, baseMs · 2^(n−1))`.
  * @example retry({ backoff: exponentialJitter({ baseMs: 100, maxMs: 2_000 }) })
  */
-export function exponentialJitter(options?: JitterOptions & { readonly jitter?: number }): Backoff {
-  const { baseMs, maxMs } = bounds(options, 'exponentialJitter options');
+export function exponentialJitter(
+  options?: JitterOptions & { readonly jitter?: number | undefined },
+): Backoff {
+  const { baseMs, maxMs } = bounds(options, 'exponentialJitter options', exponentialJitterKeys);
   const jitter = inRange('jitter', options?.jitter ?? 0.3, 0, 1);
   const random = randomOf(options);
   return (retry) => {
@@ -101,7 +122,7 @@ export function exponentialJitter(options?: JitterOptions & { readonly jitter?: 
  * @example retry({ backoff: fullJitter({ baseMs: 100, maxMs: 10_000 }) })
  */
 export function fullJitter(options?: JitterOptions): Backoff {
-  const { baseMs, maxMs } = bounds(options, 'fullJitter options');
+  const { baseMs, maxMs } = bounds(options, 'fullJitter options', jitterKeys);
   const random = randomOf(options);
   return (retry) => random() * grow(baseMs, 2, retry, maxMs);
 }
@@ -122,7 +143,7 @@ function curve(t: number): number {
  * @example retry({ backoff: decorrelatedJitter({ baseMs: 200, maxMs: 10_000 }) })
  */
 export function decorrelatedJitter(options?: JitterOptions): Backoff {
-  const { baseMs, maxMs } = bounds(options, 'decorrelatedJitter options');
+  const { baseMs, maxMs } = bounds(options, 'decorrelatedJitter options', jitterKeys);
   const random = randomOf(options);
   return (retry) => {
     const t = step(retry) + random();

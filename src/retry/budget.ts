@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { SlidingWindow } from '../core/sliding-window.js';
-import { isClock, nonNegative, optionsObject, positive } from '../core/validate.js';
+import { isClock, nonNegative, optionKeys, optionsObject, positive } from '../core/validate.js';
 
 /** Options of {@link retryBudget}. */
 export interface RetryBudgetOptions {
@@ -10,10 +10,17 @@ export interface RetryBudgetOptions {
   /** Retries always allowed per second of the window, even with no successes (the floor). */
   readonly minPerSecond: number;
   /** The sliding window the counts cover. @default 10_000 */
-  readonly windowMs?: number;
+  readonly windowMs?: number | undefined;
   /** @default systemClock */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
 }
+
+const retryBudgetOptionKeys = optionKeys<RetryBudgetOptions>({
+  ratio: true,
+  minPerSecond: true,
+  windowMs: true,
+  clock: true,
+});
 
 /** Emitted when a retry is refused because the budget is spent. */
 export interface BudgetExhaustedEvent {
@@ -40,7 +47,7 @@ export class RetryBudget {
 
   /** Use {@link retryBudget}. */
   constructor(options: RetryBudgetOptions) {
-    const o = optionsObject('retryBudget options', options);
+    const o = optionsObject('retryBudget options', options, retryBudgetOptionKeys);
     this.ratio = nonNegative('ratio', o.ratio);
     const minPerSecond = nonNegative('minPerSecond', o.minPerSecond);
     const windowMs = positive('windowMs', o.windowMs ?? 10_000);

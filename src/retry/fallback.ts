@@ -1,7 +1,7 @@
-import type { Context, Operation } from '../core/context.js';
+import type { Context } from '../core/context.js';
 import { failure, type Outcome } from '../core/outcome.js';
-import { BasePolicy, type ExecuteOptions, type Policy, runStep, type Step } from '../core/policy.js';
-import { isFunction, optionsObject } from '../core/validate.js';
+import { BasePolicy, type Policy, runStep, type Step } from '../core/policy.js';
+import { isFunction, optionKeys, optionsObject } from '../core/validate.js';
 
 /** Produces the substitute value from the error and the call's context. */
 export type FallbackHandler<F> = (error: unknown, context: Context) => F | Promise<F>;
@@ -13,17 +13,17 @@ export interface FallbackOptions {
    * caller has gone.
    * @default every failure
    */
-  readonly when?: (error: unknown) => boolean;
+  readonly when?: ((error: unknown) => boolean) | undefined;
 }
 
+const fallbackOptionKeys = optionKeys<FallbackOptions>({ when: true });
+
 /**
- * A fallback policy: `execute` resolves with the operation's value or the handler's. It is a
- * {@link Policy}, so it composes in `pipeline(...)` (where the handler's value stands in for the
- * operation's). Create one with {@link fallback}.
+ * A fallback policy: a `Policy<F>`, so `execute` resolves with the operation's value or the
+ * handler's (`T | F`), and in `pipeline(...)` the caller sees `F` among the possible values.
+ * Create one with {@link fallback}.
  */
-export type FallbackPolicy<F> = {
-  execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T | F>;
-} & Policy;
+export type FallbackPolicy<F> = Policy<F>;
 
 class Fallback<F> extends BasePolicy {
   private readonly when: ((error: unknown) => boolean) | undefined;
@@ -34,7 +34,7 @@ class Fallback<F> extends BasePolicy {
   ) {
     super();
     isFunction('handler', handler);
-    const o = optionsObject('fallback options', options);
+    const o = optionsObject('fallback options', options, fallbackOptionKeys);
     this.when = o.when === undefined ? undefined : isFunction('when', o.when);
   }
 
@@ -61,5 +61,5 @@ class Fallback<F> extends BasePolicy {
  * const list = await prices.execute(() => fetchPrices());
  */
 export function fallback<F>(handler: FallbackHandler<F>, options?: FallbackOptions): FallbackPolicy<F> {
-  return new Fallback(handler, options) as FallbackPolicy<F>;
+  return new Fallback(handler, options);
 }
