@@ -39,17 +39,22 @@ class AbortFanOut {
     fanOuts.delete(this.signal);
     const listeners = [...this.listeners];
     this.listeners.clear();
-    for (const listener of listeners) {
-      try {
-        if (typeof listener === 'function') listener();
-        else listener.handleEvent();
-      } catch (error) {
-        // One subscriber's bug must not keep the abort from the others; surface it like an event listener's.
-        queueMicrotask(() => {
-          throw error;
-        });
-      }
-    }
+    for (const listener of listeners) callListener(listener);
+  }
+}
+
+/**
+ * Calls one abort subscriber. A subscriber's bug must not keep the abort from the others: its
+ * error is rethrown in a microtask, surfacing like an event listener's.
+ */
+export function callListener(listener: AbortListener): void {
+  try {
+    if (typeof listener === 'function') listener();
+    else listener.handleEvent();
+  } catch (error) {
+    queueMicrotask(() => {
+      throw error;
+    });
   }
 }
 

@@ -2,9 +2,17 @@
  * Runs steps under a time limit: the machinery behind `timeout()` and the circuit breaker's
  * `callTimeoutMs`. Internal to bulwark.
  */
-import { canAbort, offAbort, onAbort } from './abort.js';
+import { type AbortListener, callListener } from './abort.js';
 import type { Clock, TimerHandle } from './clock.js';
-import type { Context } from './context.js';
+import {
+  type AbortWatch,
+  abortWatch,
+  type Context,
+  contextAborted,
+  contextAbortReason,
+  unwatchContext,
+  watchContext,
+} from './context.js';
 import { DeadlineQueue, type Expiring } from './deadline-queue.js';
 import { TimeoutError } from './errors.js';
 import { failure, type Outcome } from './outcome.js';
@@ -22,13 +30,16 @@ export function timeoutError(ms: number, allowedMs: number): TimeoutError {
 /**
  * The context inside one timed call. Its signal is created only if someone reads it, so a call
  * that finishes in time and never looked at its signal costs no AbortController and no abort().
+ * Inner policies that only need to know about an abort (an inner aggressive timeout, a hedge)
+ * watch the scope itself ({@link AbortWatch}) instead of its signal, so nesting timeouts creates
+ * no controller either.
  *
- * The scope is the call's one subscriber to the enclosing signal (through `onAbort`, so calls
- * sharing a signal share one real listener). A parent abort reaches the inner signal first, then
- * ends the call early in aggressive mode: everything inside sees the abort before the call is
- * released.
+ * The scope is the call's one subscriber to the enclosing context (through `watchContext`, so
+ * calls sharing a caller signal share one real listener). A parent abort reaches the inner signal
+ * and watchers first, then ends the call early in aggressive mode: everything inside sees the
+ * abort before the call is released.
  */
-class TimeoutScope implements Context, Expiring {
+class TimeoutScope implements Context, Expiring, AbortWatch {
   settled = false;
   queueNext: Expiring | undefined = undefined;
   /** Set when the deadline passed: the reason the signal aborts with. */
@@ -36,11 +47,15 @@ class TimeoutScope implements Context, Expiring {
   /** Aggressive mode: settles the call at the deadline or on the parent's abort. */
   onEnd: ((outcome: Outcome<never>) => void) | undefined = undefined;
   private controller: AbortController | undefined = undefined;
-  /** The parent signal while the scope is subscribed to it. */
-  private listening: AbortSignal | undefined = undefined;
+  /** Set once the scope aborted (deadline or parent): what its signal and watchers got. */
+  private aborted = false;
+  private reason: unknown = undefined;
+  /** Subscribed to the parent context's abort. */
+  private listening = false;
+  private watchers: Set<AbortListener> | undefined = undefined;
 
   constructor(
-    private readonly parent: Context,
+    readonly parent: Context,
     readonly deadline: number,
     private readonly ms: number,
     private readonly startedAt: number,
@@ -50,46 +65,71 @@ class TimeoutScope implements Context, Expiring {
     return this.parent.attempt;
   }
 
-  /** The enclosing signal (the caller's, or an outer timeout's). */
-  get upstream(): AbortSignal {
-    return this.parent.signal;
-  }
-
   get signal(): AbortSignal {
     if (this.controller === undefined) {
       const controller = new AbortController();
       this.controller = controller;
-      if (this.expired !== undefined) controller.abort(this.expired);
-      else {
-        const parentSignal = this.parent.signal;
-        if (parentSignal.aborted) controller.abort(parentSignal.reason);
-        else this.listen(parentSignal);
-      }
+      if (this.isAborted) controller.abort(this.abortReason);
+      else this.listen();
     }
     return this.controller.signal;
   }
 
-  /** Subscribes to the (not yet aborted) parent signal, once. */
-  listen(parentSignal: AbortSignal): void {
-    if (this.listening !== undefined || !canAbort(parentSignal)) return;
-    this.listening = parentSignal;
-    onAbort(parentSignal, this);
+  get [abortWatch](): AbortWatch {
+    return this;
+  }
+
+  get isAborted(): boolean {
+    return this.aborted || (!this.listening && contextAborted(this.parent));
+  }
+
+  get abortReason(): unknown {
+    return this.aborted ? this.reason : this.listening ? undefined : contextAbortReason(this.parent);
+  }
+
+  watchAbort(listener: AbortListener): void {
+    if (this.aborted) return;
+    if (this.watchers === undefined) this.watchers = new Set();
+    this.watchers.add(listener);
+    this.listen();
+  }
+
+  unwatchAbort(listener: AbortListener): void {
+    this.watchers?.delete(listener);
+  }
+
+  /** Subscribes to the (not yet aborted) parent context, once. */
+  listen(): void {
+    if (this.listening || this.aborted) return;
+    this.listening = true;
+    watchContext(this.parent, this);
   }
 
   /** The parent aborted: pass its reason on, then (aggressive) end the call. */
   handleEvent(): void {
-    const reason = this.listening?.reason;
-    this.listening = undefined;
-    this.controller?.abort(reason);
-    this.onEnd?.(failure(reason));
+    this.listening = false;
+    this.abort(contextAbortReason(this.parent));
   }
 
   /** The deadline passed. */
   expire(): void {
     const error = this.timeoutError();
     this.expired = error;
-    this.controller?.abort(error);
-    this.onEnd?.(failure(error));
+    this.abort(error);
+  }
+
+  private abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.dispose();
+    this.controller?.abort(reason);
+    const watchers = this.watchers;
+    if (watchers !== undefined) {
+      this.watchers = undefined;
+      for (const watcher of watchers) callListener(watcher);
+    }
+    this.onEnd?.(failure(reason));
   }
 
   /** The error of this call's deadline. */
@@ -97,11 +137,11 @@ class TimeoutScope implements Context, Expiring {
     return timeoutError(this.ms, this.deadline - this.startedAt);
   }
 
-  /** Detaches from the parent signal once the call is over. */
+  /** Detaches from the parent context once the call is over. */
   dispose(): void {
-    if (this.listening !== undefined) {
-      offAbort(this.listening, this);
-      this.listening = undefined;
+    if (this.listening) {
+      this.listening = false;
+      unwatchContext(this.parent, this);
     }
   }
 }
@@ -164,9 +204,8 @@ export class TimeLimit {
         resolve(outcome.ok ? outcome : this.lateFailure(scope, outcome));
       };
       scope.onEnd = finish;
-      const upstream = scope.upstream;
-      if (upstream.aborted) return finish(failure(upstream.reason));
-      scope.listen(upstream);
+      if (contextAborted(scope.parent)) return finish(failure(contextAbortReason(scope.parent)));
+      scope.listen();
       next(scope).then(finish);
     });
   }

@@ -2,9 +2,15 @@
  * One hedged call: starts tries, staggers them, picks the winner, aborts the rest. Internal to
  * `hedge()`; see hedge.ts for the rules it implements.
  */
-import { canAbort, offAbort, onAbort } from '../core/abort.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
-import type { Context, Operation } from '../core/context.js';
+import {
+  type Context,
+  contextAborted,
+  contextAbortReason,
+  type Operation,
+  unwatchContext,
+  watchContext,
+} from '../core/context.js';
 import type { Listeners } from '../core/events.js';
 import { failure, type Outcome } from '../core/outcome.js';
 import { invoke, type Step } from '../core/policy.js';
@@ -60,7 +66,7 @@ export class HedgeCall<T> {
   private pendingTrigger: HedgeTrigger = 'delay';
   private pendingDelayMs = 0;
   private pendingError: unknown = undefined;
-  private listening: AbortSignal | undefined = undefined;
+  private listening = false;
   private resolve: (outcome: Outcome<T>) => void = noop;
 
   constructor(
@@ -71,16 +77,15 @@ export class HedgeCall<T> {
 
   /** Starts the first try (and, with `delayMs: 0`, every other) and resolves with the call's outcome. */
   run(): Promise<Outcome<T>> {
-    const signal = this.context.signal;
-    if (signal.aborted) return Promise.resolve(failure(signal.reason));
+    const context = this.context;
+    if (contextAborted(context)) return Promise.resolve(failure(contextAbortReason(context)));
     const promise = new Promise<Outcome<T>>((resolve) => {
       this.resolve = resolve;
     });
-    if (canAbort(signal)) {
-      // An EventListener object: no closure per call; calls sharing a signal share its one listener.
-      onAbort(signal, this);
-      this.listening = signal;
-    }
+    // An EventListener object: no closure per call; calls sharing a signal share its one listener,
+    // and an enclosing timeout is watched without creating its signal.
+    watchContext(context, this);
+    this.listening = true;
     this.launch(1);
     const { attempts, delayMs } = this.settings;
     if (delayMs === 0) {
@@ -96,7 +101,7 @@ export class HedgeCall<T> {
   /** The caller's signal aborted: every try stops and the call rejects with the reason at once. */
   handleEvent(): void {
     if (this.done) return;
-    this.finish(failure(this.context.signal.reason), 0);
+    this.finish(failure(contextAbortReason(this.context)), 0);
   }
 
   private launch(attempt: number): void {
@@ -220,14 +225,16 @@ export class HedgeCall<T> {
   private finish(outcome: Outcome<T>, settledBy: number): void {
     this.done = true;
     this.cancelTimer();
-    if (this.listening !== undefined) {
-      offAbort(this.listening, this);
-      this.listening = undefined;
+    if (this.listening) {
+      this.listening = false;
+      unwatchContext(this.context, this);
     }
     const losers = this.inFlight;
     if (losers.length > 0) {
-      const signal = this.context.signal;
-      const reason = signal.aborted ? signal.reason : new HedgeCanceledError(settledBy);
+      const context = this.context;
+      const reason = contextAborted(context)
+        ? contextAbortReason(context)
+        : new HedgeCanceledError(settledBy);
       for (const loser of losers) loser.abort(reason);
       losers.length = 0;
     }

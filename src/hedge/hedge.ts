@@ -1,6 +1,12 @@
 import { classify } from '../core/classify.js';
 import { type Clock, systemClock } from '../core/clock.js';
-import { AttemptContext, type Context, type Operation } from '../core/context.js';
+import {
+  AttemptContext,
+  type Context,
+  contextAborted,
+  contextAbortReason,
+  type Operation,
+} from '../core/context.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import type { Kind } from '../core/kind.js';
 import { failure, type Outcome } from '../core/outcome.js';
@@ -131,8 +137,7 @@ class Hedge extends BasePolicy {
   }
 
   [runStep]<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
-    const signal = context.signal;
-    if (signal.aborted) return Promise.resolve(failure(signal.reason));
+    if (contextAborted(context)) return Promise.resolve(failure(contextAbortReason(context)));
     if (this.settings.attempts === 1) return this.once(next, context);
     return new HedgeCall<T>(this.settings, next, context).run();
   }

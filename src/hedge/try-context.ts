@@ -1,4 +1,11 @@
-import type { Context } from '../core/context.js';
+import { type AbortListener, callListener } from '../core/abort.js';
+import {
+  type AbortWatch,
+  abortWatch,
+  type Context,
+  contextAborted,
+  contextAbortReason,
+} from '../core/context.js';
 
 /**
  * The context of one hedged try: its own attempt number and its own signal, a child of the call's.
@@ -8,10 +15,11 @@ import type { Context } from '../core/context.js';
  * The call, not the try, listens to the parent signal and fans a caller abort out to every
  * in-flight try: one listener per call instead of one per try.
  */
-export class TryContext implements Context {
+export class TryContext implements Context, AbortWatch {
   private controller: AbortController | undefined = undefined;
   private aborted = false;
   private reason: unknown = undefined;
+  private watchers: Set<AbortListener> | undefined = undefined;
 
   constructor(
     private readonly parent: Context,
@@ -26,13 +34,32 @@ export class TryContext implements Context {
     if (this.controller === undefined) {
       const controller = new AbortController();
       this.controller = controller;
-      if (this.aborted) controller.abort(this.reason);
-      else {
-        const parent = this.parent.signal;
-        if (parent.aborted) controller.abort(parent.reason);
-      }
+      if (this.isAborted) controller.abort(this.abortReason);
     }
     return this.controller.signal;
+  }
+
+  get [abortWatch](): AbortWatch {
+    return this;
+  }
+
+  // The call aborts every try when its parent aborts, so the parent's state is this try's too.
+  get isAborted(): boolean {
+    return this.aborted || contextAborted(this.parent);
+  }
+
+  get abortReason(): unknown {
+    return this.aborted ? this.reason : contextAbortReason(this.parent);
+  }
+
+  watchAbort(listener: AbortListener): void {
+    if (this.aborted) return;
+    if (this.watchers === undefined) this.watchers = new Set();
+    this.watchers.add(listener);
+  }
+
+  unwatchAbort(listener: AbortListener): void {
+    this.watchers?.delete(listener);
   }
 
   /** Aborts this try's signal with `reason` (now, or when it is first read). Idempotent. */
@@ -41,6 +68,11 @@ export class TryContext implements Context {
     this.aborted = true;
     this.reason = reason;
     this.controller?.abort(reason);
+    const watchers = this.watchers;
+    if (watchers !== undefined) {
+      this.watchers = undefined;
+      for (const watcher of watchers) callListener(watcher);
+    }
   }
 
   /** True once {@link abort} was called. */
