@@ -6,16 +6,17 @@
  * handlers themselves.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isThenable, type Policy } from '../core/policy.js';
-import { isFunction, optionKeys, refuseUnknownKeys, show } from '../core/validate.js';
-import { holdSlot, untilClosed } from './hold-slot.js';
+import type { Policy } from '../core/policy.js';
+import { readOptions } from '../core/read-options.js';
+import { isFunction, show } from '../core/validate.js';
+import { fastifyEdge, nodeEdge } from './edge.js';
+import type { FastifyReplyLike, FastifyRequestLike } from './fastify-types.js';
+import { heldFor, holdSlot, isPolicy } from './hold-slot.js';
 import {
-  type FastifyAdmissionReply,
-  type FastifyAdmissionRequest,
-  fastifyRefuse,
   type OverloadReplier,
   type OverloadReplyOptions,
   overloadReplier,
+  overloadReplyFields,
 } from './overload-reply.js';
 
 /** A connect-style route handler (node:http, Express) that may return a promise of its work. */
@@ -26,29 +27,24 @@ export type BulkheadRouteHandler<Req extends IncomingMessage, Res extends Server
 ) => unknown;
 
 /** A Fastify route handler (`async (request, reply) => value`). */
-export type FastifyBulkheadRouteHandler<
-  Req extends FastifyAdmissionRequest,
-  Reply extends FastifyAdmissionReply,
-> = (request: Req, reply: Reply) => unknown;
+export type FastifyBulkheadRouteHandler<Req extends FastifyRequestLike, Reply extends FastifyReplyLike> = (
+  request: Req,
+  reply: Reply,
+) => unknown;
 
 const noop = (): void => {};
 
-const replyOptionKeys = optionKeys<OverloadReplyOptions>({ retryAfterMs: true, jitter: true, random: true });
-
+/** Checks the arguments of a route wrapper and reads its refusal options. */
 function checked(
   bulkhead: Policy,
   handler: unknown,
   options: OverloadReplyOptions | undefined,
 ): OverloadReplier {
-  if (typeof bulkhead !== 'object' || bulkhead === null || typeof bulkhead.execute !== 'function') {
+  if (!isPolicy(bulkhead)) {
     throw new TypeError(`expected "bulkhead" to be a policy (with execute), got ${show(bulkhead)}`);
   }
   isFunction('handler', handler);
-  if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new TypeError(`expected "options" to be an options object, got ${show(options)}`);
-  }
-  refuseUnknownKeys('bulkheadHandler options', options, replyOptionKeys);
-  return overloadReplier(options ?? {});
+  return overloadReplier(readOptions('bulkheadHandler options', options, overloadReplyFields));
 }
 
 /**
@@ -83,20 +79,8 @@ export function bulkheadHandler<
   const replier = checked(bulkhead, handler, options);
   return function bulwarkBulkheadHandler(request, response, next) {
     holdSlot(bulkhead, response, {
-      run() {
-        const closed = untilClosed(response);
-        let work: unknown;
-        try {
-          work = handler(request, response, next);
-        } catch (error) {
-          next(error);
-          return closed;
-        }
-        if (!isThenable(work)) return closed;
-        const settled = Promise.resolve(work).then(noop, (error: unknown) => next(error));
-        return Promise.all([settled, closed]).then(noop);
-      },
-      refuse: (error) => replier.send(response, error, request.url),
+      run: () => heldFor(response, () => handler(request, response, next), { value: noop, error: next }),
+      refuse: (error) => nodeEdge.answer(response, replier.reply(error, request.url)),
       gone: noop,
     });
   };
@@ -114,8 +98,8 @@ export function bulkheadHandler<
  * app.get('/reports/:id', fastifyBulkheadHandler(reports, async (request) => buildReport(request.params)));
  */
 export function fastifyBulkheadHandler<
-  Req extends FastifyAdmissionRequest = FastifyAdmissionRequest,
-  Reply extends FastifyAdmissionReply = FastifyAdmissionReply,
+  Req extends FastifyRequestLike = FastifyRequestLike,
+  Reply extends FastifyReplyLike = FastifyReplyLike,
 >(
   bulkhead: Policy,
   handler: FastifyBulkheadRouteHandler<Req, Reply>,
@@ -125,21 +109,10 @@ export function fastifyBulkheadHandler<
   return function bulwarkBulkheadHandler(request, reply) {
     return new Promise<unknown>((resolve, reject) => {
       holdSlot(bulkhead, reply.raw, {
-        run() {
-          const closed = untilClosed(reply.raw);
-          let work: unknown;
-          try {
-            work = handler(request, reply);
-          } catch (error) {
-            reject(error);
-            return closed;
-          }
-          // Fastify sends the value once this promise resolves; the slot waits for the response too.
-          const settled = Promise.resolve(work).then(resolve, reject);
-          return Promise.all([settled, closed]).then(noop);
-        },
+        // Fastify sends the value once this promise resolves; the slot waits for the response too.
+        run: () => heldFor(reply.raw, () => handler(request, reply), { value: resolve, error: reject }),
         refuse(error) {
-          fastifyRefuse(replier, reply, error, request.url);
+          fastifyEdge.answer(reply, replier.reply(error, request.url));
           resolve(reply); // Fastify waits on a returned reply (it is thenable) and sends nothing more
         },
         // Nobody to answer: an undefined value on a destroyed socket makes Fastify send nothing.

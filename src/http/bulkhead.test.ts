@@ -1,9 +1,9 @@
-import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import express from 'express';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { afterThisTest, listen, until } from '../../test/support/http-server.js';
+import { startFastify } from '../../test/support/fastify-server.js';
+import { listen, until } from '../../test/support/http-server.js';
 import { bulkhead } from '../admission/bulkhead.js';
 import { ResilienceError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
@@ -57,7 +57,7 @@ describe('bulkheadMiddleware options', () => {
     ['no options', undefined, /"bulkheadMiddleware options" to be an options object, got undefined/],
     ['no bulkhead', {}, /"bulkhead" to be a policy \(with execute\) or a function of the request/],
     ['a bad bulkhead', { bulkhead: { execute: 1 } }, /"bulkhead" to be a policy/],
-    ['a bad exempt', { bulkhead: policy, exempt: 'x' }, /"exempt" to be a function/],
+    ['a bad skip', { bulkhead: policy, skip: 'x' }, /"skip" to be a function/],
     ['a bad retryAfterMs', { bulkhead: policy, retryAfterMs: Number.NaN }, /"retryAfterMs"/],
     ['a bad jitter', { bulkhead: policy, jitter: -1 }, /"jitter"/],
     ['a bad random', { bulkhead: policy, random: 1 }, /"random" to be a function/],
@@ -228,14 +228,14 @@ describe('bulkheadMiddleware on node:http with bulkhead()', () => {
 });
 
 describe('bulkheadMiddleware tiers and other policies', () => {
-  it('a selector gives each route its own bulkhead: a full optional tier never blocks checkout; exempt skips', async () => {
+  it('a selector gives each route its own bulkhead: a full optional tier never blocks checkout; skip exempts', async () => {
     const critical = bulkhead({ maxConcurrent: 2, maxQueue: 2 });
     const optional = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
     const h = heldHandler();
     const { url, allClosed } = await nodeServer(
       bulkheadMiddleware({
         bulkhead: (req) => (req.url?.startsWith('/checkout') ? critical : optional),
-        exempt: (req) => req.url === '/other',
+        skip: (req) => req.url === '/other',
       }),
       h.handle,
     );
@@ -244,7 +244,7 @@ describe('bulkheadMiddleware tiers and other policies', () => {
     expect((await fetch(`${url}/recs`)).status).toBe(503);
     const checkout = fetch(`${url}/checkout`);
     const other = fetch(`${url}/other`);
-    await until(() => h.held.length === 3, 'checkout and the exempt route run');
+    await until(() => h.held.length === 3, 'checkout and the skipped route run');
     expect(critical.inFlight).toBe(1);
     h.end('/checkout', 'paid');
     h.end('/other', 'other');
@@ -274,7 +274,7 @@ describe('bulkheadMiddleware tiers and other policies', () => {
     expect(wrong.headers.get('x-error')).toMatch(/"bulkhead" to return a policy/);
   });
 
-  it('a selector returning undefined or an exempt that is not a boolean is an error, never unlimited', async () => {
+  it('a selector returning undefined or a skip that is not a boolean is an error, never unlimited', async () => {
     const policy = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
     let reached = 0;
     const handle = (_req: IncomingMessage, res: ServerResponse) => {
@@ -285,16 +285,16 @@ describe('bulkheadMiddleware tiers and other policies', () => {
     const missing = await fetch(`${missingTier.url}/reports`);
     expect(missing.status).toBe(500);
     expect(missing.headers.get('x-error')).toMatch(
-      /"bulkhead" to return a policy.*got undefined.*use "exempt"/,
+      /"bulkhead" to return a policy.*got undefined.*use "skip"/,
     );
-    // An async exempt returns a promise, which is truthy: it must not exempt every request.
-    const asyncExempt = await nodeServer(
-      bulkheadMiddleware({ bulkhead: policy, exempt: (async () => false) as never }),
+    // An async skip returns a promise, which is truthy: it must not exempt every request.
+    const asyncSkip = await nodeServer(
+      bulkheadMiddleware({ bulkhead: policy, skip: (async () => false) as never }),
       handle,
     );
-    const exempted = await fetch(`${asyncExempt.url}/reports`);
+    const exempted = await fetch(`${asyncSkip.url}/reports`);
     expect(exempted.status).toBe(500);
-    expect(exempted.headers.get('x-error')).toMatch(/"exempt" to return a boolean, got a promise/);
+    expect(exempted.headers.get('x-error')).toMatch(/"skip" function to return a boolean, got a promise/);
     expect(reached).toBe(0);
     expect(policy.inFlight).toBe(0);
   });
@@ -392,14 +392,6 @@ describe('bulkheadMiddleware on Express', () => {
 });
 
 describe('fastifyBulkhead', () => {
-  async function start(app: FastifyInstance) {
-    afterThisTest(() => app.close());
-    const address = await app.listen({ port: 0, host: '127.0.0.1' });
-    const closes: Promise<unknown>[] = [];
-    app.server.on('request', (_req: IncomingMessage, res: ServerResponse) => closes.push(once(res, 'close')));
-    return { url: address, allClosed: () => Promise.all(closes) };
-  }
-
   it('holds a slot per request until the reply closes, queues, refuses 503 and lets a queued client leave', async () => {
     const policy = bulkhead({ maxConcurrent: 1, maxQueue: 1 });
     const app = Fastify({ forceCloseConnections: true });
@@ -413,7 +405,7 @@ describe('fastifyBulkhead', () => {
     await app.register(async (child) => {
       child.get('/child', async () => 'child');
     });
-    const { url, allClosed } = await start(app);
+    const { url, allClosed } = await startFastify(app);
 
     const a = fetch(`${url}/slow`);
     await until(() => finish.length === 1, 'a runs');

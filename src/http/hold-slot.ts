@@ -3,7 +3,12 @@
  * client that leaves while queued. Shared by the bulkhead middleware and the route wrappers.
  */
 import type { ServerResponse } from 'node:http';
-import type { Policy } from '../core/policy.js';
+import { isThenable, type Policy } from '../core/policy.js';
+
+/** Whether `value` can hold a request: anything with `execute` (a `bulkhead()`, any `Policy`). */
+export function isPolicy(value: unknown): value is Policy {
+  return typeof value === 'object' && value !== null && typeof (value as Policy).execute === 'function';
+}
 
 /** What one adapter does with a request held in a policy. */
 export interface Held {
@@ -24,6 +29,40 @@ const noop = (): void => {};
 export function untilClosed(response: ServerResponse): Promise<void> {
   if (response.closed) return Promise.resolve();
   return new Promise((resolve) => response.once('close', () => resolve()));
+}
+
+/** Where the outcome of a held request's work goes. */
+export interface WorkOutcome {
+  /** The work's value (a route handler's return value, or what its promise resolved to). */
+  value(value: unknown): void;
+  /** The work's synchronous throw or rejection. */
+  error(error: unknown): void;
+}
+
+/**
+ * Runs `work` (a route handler, or the continuation to the handlers) for an admitted request and
+ * resolves when its slot may be freed: once the response has closed and, if `work` returned a
+ * promise, that promise has settled. Its value or error goes to `outcome`; the returned promise
+ * does not reject (unless `outcome` throws), as {@link Held.run} requires.
+ */
+export function heldFor(response: ServerResponse, work: () => unknown, outcome: WorkOutcome): Promise<void> {
+  const closed = untilClosed(response);
+  let result: unknown;
+  try {
+    result = work();
+  } catch (error) {
+    outcome.error(error);
+    return closed;
+  }
+  if (!isThenable(result)) {
+    outcome.value(result);
+    return closed;
+  }
+  const settled = Promise.resolve(result).then(
+    (value) => outcome.value(value),
+    (error: unknown) => outcome.error(error),
+  );
+  return Promise.all([settled, closed]).then(noop);
 }
 
 /**

@@ -1,8 +1,10 @@
 /**
  * `bulwark/http`: thin adapters between bulwark's patterns and node:http, Express and Fastify. No
- * pattern logic lives here.
+ * pattern logic lives here. Every adapter is built on one kit (adapter.ts): one `Middleware` type,
+ * one set of structural Fastify types, one way to expose a plugin, `skip(req)` to exempt requests.
  */
 
+export type { Middleware } from './adapter.js';
 export {
   type BulkheadMiddlewareOptions,
   bulkheadMiddleware,
@@ -14,19 +16,19 @@ export {
   type FastifyBulkheadRouteHandler,
   fastifyBulkheadHandler,
 } from './bulkhead-handler.js';
+export type {
+  FastifyInstanceLike,
+  FastifyPluginLike,
+  FastifyReplyLike,
+  FastifyRequestLike,
+} from './fastify-types.js';
 export {
   fastifyLoadShedding,
   type LoadSheddingOptions,
   loadSheddingMiddleware,
-  type Middleware,
   type PriorityAdmitter,
 } from './load-shedding.js';
-export {
-  type FastifyAdmissionPlugin,
-  type FastifyAdmissionRequest,
-  isHealthCheck,
-  type OverloadReplyOptions,
-} from './overload-reply.js';
+export type { OverloadReplyOptions } from './overload-reply.js';
 export {
   type ProblemReply,
   type ProblemReplyOptions,
@@ -34,14 +36,10 @@ export {
   problemResponse,
 } from './problem-response.js';
 export {
-  type FastifyInstanceLike,
-  type FastifyRateLimitOptions,
-  type FastifyReplyLike,
-  type FastifyRequestLike,
   fastifyRateLimit,
   type RateLimitHttpOptions,
   type RateLimitKey,
-  type RateLimitMiddleware,
-  rateLimitHeaders,
   rateLimitMiddleware,
 } from './rate-limit.js';
+export { rateLimitHeaders } from './rate-limit-headers.js';
+export { type AsyncSkip, isHealthCheck, type Skip } from './skip.js';

@@ -1,11 +1,11 @@
-import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import express from 'express';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
+import { startFastify } from '../../test/support/fastify-server.js';
 import { afterThisTest, listen, until } from '../../test/support/http-server.js';
-import { LoadShedder, type SampledSignals } from '../admission/load-shedder.js';
-import type { Priority } from '../admission/shed-error.js';
+import { loadShedder } from '../admission/load-shedder.js';
+import type { Priority, SampledSignals } from '../admission/load-shedder-options.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { fastifyLoadShedding, loadSheddingMiddleware } from './load-shedding.js';
 
@@ -15,7 +15,7 @@ import { fastifyLoadShedding, loadSheddingMiddleware } from './load-shedding.js'
  */
 async function shedderWith(readings: SampledSignals, inFlight?: number) {
   const clock = new FakeClock();
-  const shedder = new LoadShedder({
+  const shedder = loadShedder({
     limits: inFlight === undefined ? { eventLoopDelayMs: 100 } : { eventLoopDelayMs: 100, inFlight },
     thresholds: inFlight === undefined ? {} : { high: 1, normal: 1, low: 1 },
     source: () => readings,
@@ -33,14 +33,14 @@ const get = (url: string, priority?: Priority, signal?: AbortSignal) =>
   fetch(url, { headers: priority === undefined ? {} : { 'x-priority': priority }, signal: signal ?? null });
 
 describe('loadSheddingMiddleware options', () => {
-  const shedder = new LoadShedder({ limits: { inFlight: 1 } });
+  const shedder = loadShedder({ limits: { inFlight: 1 } });
   it.each([
     ['no options', undefined, /"loadSheddingMiddleware options" to be an options object, got undefined/],
     ['no shedder', { priority: byHeader }, /"shedder" to be a load shedder/],
     ['a bad shedder', { shedder: { admit: 1 }, priority: byHeader }, /"shedder" to be a load shedder/],
     ['no priority', { shedder }, /"priority" to be a function, got undefined/],
     ['a priority string', { shedder, priority: 'low' }, /"priority" to be a function, got "low"/],
-    ['a bad exempt', { shedder, priority: byHeader, exempt: true }, /"exempt" to be a function, got true/],
+    ['a bad skip', { shedder, priority: byHeader, skip: true }, /"skip" to be a function, got true/],
     ['a bad retryAfterMs', { shedder, priority: byHeader, retryAfterMs: -1 }, /"retryAfterMs"/],
     ['a bad jitter', { shedder, priority: byHeader, jitter: 'x' }, /"jitter"/],
     ['a bad random', { shedder, priority: byHeader, random: {} }, /"random" to be a function/],
@@ -112,10 +112,10 @@ describe('loadSheddingMiddleware on node:http', () => {
     expect((await get(`${url}/orders`)).status).toBe(503);
   });
 
-  it('a custom exempt replaces the default', async () => {
+  it('a custom skip replaces the default', async () => {
     const shedder = await shedderWith({ eventLoopDelayMs: 500 });
     const { url } = await serve(
-      loadSheddingMiddleware({ shedder, priority: () => 'low', exempt: (req) => req.url === '/metrics' }),
+      loadSheddingMiddleware({ shedder, priority: () => 'low', skip: (req) => req.url === '/metrics' }),
       (res) => res.end('ok'),
     );
     expect((await get(`${url}/metrics`)).status).toBe(200);
@@ -190,7 +190,7 @@ describe('loadSheddingMiddleware on node:http', () => {
     expect(invalid.headers.get('x-error')).toMatch(/expected "priority" to be one of/);
     expect(shedder.inFlight).toBe(0);
   });
-  it('a priority or exempt that gives no usable answer is an error, never an exemption', async () => {
+  it('a priority or skip that gives no usable answer is an error, never an exemption', async () => {
     const shedder = await shedderWith({ eventLoopDelayMs: 500 }); // everything but health is shed
     let reached = 0;
     const serveWith = (options: Partial<Parameters<typeof loadSheddingMiddleware>[0]>) =>
@@ -198,13 +198,13 @@ describe('loadSheddingMiddleware on node:http', () => {
         reached++;
         res.end('ok');
       });
-    // An async exempt returns a promise, which is truthy: it must not exempt every request.
-    const asyncExempt = await serveWith({ exempt: (async () => false) as never });
-    const a = await get(`${asyncExempt.url}/orders`);
+    // An async skip returns a promise, which is truthy: it must not exempt every request.
+    const asyncSkip = await serveWith({ skip: (async () => false) as never });
+    const a = await get(`${asyncSkip.url}/orders`);
     expect(a.status).toBe(500);
-    expect(a.headers.get('x-error')).toMatch(/"exempt" to return a boolean, got a promise/);
-    const undefinedExempt = await serveWith({ exempt: (() => undefined) as never });
-    expect((await get(`${undefinedExempt.url}/orders`)).status).toBe(500);
+    expect(a.headers.get('x-error')).toMatch(/"skip" function to return a boolean, got a promise/);
+    const undefinedSkip = await serveWith({ skip: (() => undefined) as never });
+    expect((await get(`${undefinedSkip.url}/orders`)).status).toBe(500);
     const undefinedPriority = await serveWith({ priority: () => undefined as never });
     expect((await get(`${undefinedPriority.url}/orders`)).status).toBe(500);
     expect(reached).toBe(0);
@@ -250,14 +250,6 @@ describe('loadSheddingMiddleware on Express', () => {
 });
 
 describe('fastifyLoadShedding', () => {
-  async function start(app: FastifyInstance) {
-    afterThisTest(() => app.close());
-    const address = await app.listen({ port: 0, host: '127.0.0.1' });
-    const closes: Promise<unknown>[] = [];
-    app.server.on('request', (_req: IncomingMessage, res: ServerResponse) => closes.push(once(res, 'close')));
-    return { url: address, allClosed: () => Promise.all(closes) };
-  }
-
   it('sheds by route priority for every route (also those in child plugins) and answers 503 problem+json', async () => {
     const shedder = await shedderWith({ eventLoopDelayMs: 75 });
     const app = Fastify({ forceCloseConnections: true });
@@ -272,7 +264,7 @@ describe('fastifyLoadShedding', () => {
     await app.register(async (child) => {
       child.get('/child/batch', { config: { priority: 'low' } }, async () => 'batch');
     });
-    const { url, allClosed } = await start(app);
+    const { url, allClosed } = await startFastify(app);
 
     const shed = await get(`${url}/reports`);
     expect(shed.status).toBe(503);
@@ -304,7 +296,7 @@ describe('fastifyLoadShedding', () => {
       });
       return 'slow';
     });
-    const { url, allClosed } = await start(app);
+    const { url, allClosed } = await startFastify(app);
     const controller = new AbortController();
     const abandoned = get(`${url}/slow`, undefined, controller.signal).catch((error: unknown) => error);
     await until(() => reached === 1, 'the request reaches the handler');
@@ -327,7 +319,7 @@ describe('fastifyLoadShedding', () => {
       },
     });
     app.get('/x', async () => 'x');
-    const { url } = await start(app);
+    const { url } = await startFastify(app);
     const res = await get(`${url}/x`);
     expect(res.status).toBe(500);
     expect(shedder.inFlight).toBe(0);

@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { BulkheadFullError } from '../admission/errors.js';
-import { LoadShedError } from '../admission/shed-error.js';
+import { BulkheadFullError, LoadShedError } from '../admission/errors.js';
 import { ResilienceError } from '../core/errors.js';
+import { readOptions } from '../core/read-options.js';
 import { seededRandom } from '../testing/seeded-random.js';
-import { isHealthCheck, overloadReplier } from './overload-reply.js';
+import { type OverloadReplyOptions, overloadReplier, overloadReplyFields } from './overload-reply.js';
+
+/** A replier from raw options, read the way the adapters read them. */
+const replier = (options: OverloadReplyOptions) =>
+  overloadReplier(readOptions('overload reply options', options, overloadReplyFields));
 
 const shed = (retryAfterMs: number) =>
   new LoadShedError({ priority: 'low', signal: 'cpuPercent', ratio: 0.8, retryAfterMs });
@@ -16,16 +20,16 @@ describe('overloadReplier', () => {
     [{ jitter: Number.NaN }, /"jitter"/],
     [{ random: 0.5 }, /"random" to be a function, got 0.5/],
   ])('rejects %j with a TypeError', (options, message) => {
-    expect(() => overloadReplier(options as never)).toThrow(TypeError);
-    expect(() => overloadReplier(options as never)).toThrow(message);
+    expect(() => replier(options as never)).toThrow(TypeError);
+    expect(() => replier(options as never)).toThrow(message);
   });
 
   it('Retry-After is the refusal’s own delay plus a jitter of whole seconds, and the body agrees', () => {
-    const low = overloadReplier({ random: () => 0 }).reply(shed(3_000), '/x');
+    const low = replier({ random: () => 0 }).reply(shed(3_000), '/x');
     expect(low.status).toBe(503);
     expect(low.headers).toEqual({ 'content-type': 'application/problem+json', 'retry-after': '3' });
     expect(low.body).toMatchObject({ code: 'ERR_LOAD_SHED', retryAfterMs: 3_000, instance: '/x' });
-    const high = overloadReplier({ random: () => 0.999_999 }).reply(shed(3_000), '/x');
+    const high = replier({ random: () => 0.999_999 }).reply(shed(3_000), '/x');
     // ⌈3 s⌉ + ⌈3 s × 0.5⌉ = 3 + 2
     expect(high.headers['retry-after']).toBe('5');
     expect(high.body.retryAfterMs).toBe(5_000);
@@ -37,10 +41,7 @@ describe('overloadReplier', () => {
       maxQueue: 0,
       queueTimeoutMs: Infinity,
     });
-    const reply = overloadReplier({ retryAfterMs: 10_000, jitter: 0, random: () => 0.9 }).reply(
-      full,
-      undefined,
-    );
+    const reply = replier({ retryAfterMs: 10_000, jitter: 0, random: () => 0.9 }).reply(full, undefined);
     expect(reply.status).toBe(503);
     expect(reply.headers['retry-after']).toBe('10');
     expect(reply.body).toMatchObject({ code: 'ERR_BULKHEAD_FULL', retryAfterMs: 10_000 });
@@ -48,53 +49,34 @@ describe('overloadReplier', () => {
   });
 
   it('spreads clients over the whole range, never below the base and at least one second', () => {
-    const replier = overloadReplier({ random: seededRandom(7), jitter: 1 });
+    const seeded = replier({ random: seededRandom(7), jitter: 1 });
     const seen = new Set<string>();
-    for (let i = 0; i < 500; i++) seen.add(replier.reply(shed(2_000), undefined).headers['retry-after']!);
+    for (let i = 0; i < 500; i++) seen.add(seeded.reply(shed(2_000), undefined).headers['retry-after']!);
     expect([...seen].sort()).toEqual(['2', '3', '4']);
-    const zero = overloadReplier({ random: () => 0.5 }).reply(shed(0), undefined);
+    const zero = replier({ random: () => 0.5 }).reply(shed(0), undefined);
     expect(zero.headers['retry-after']).toBe('1');
   });
 
   it('clamps Retry-After to 24 h, jitter included', () => {
     const huge = new ResilienceError('busy', { code: 'ERR_BUSY', kind: 'overloaded', retryAfterMs: 1e25 });
-    const reply = overloadReplier({ random: () => 0.999 }).reply(huge, undefined);
+    const reply = replier({ random: () => 0.999 }).reply(huge, undefined);
     expect(reply.headers['retry-after']).toBe('86400');
     expect(reply.body.retryAfterMs).toBe(86_400_000);
-    const nearMax = overloadReplier({ random: () => 0.999 }).reply(shed(86_000_000), undefined);
+    const nearMax = replier({ random: () => 0.999 }).reply(shed(86_000_000), undefined);
     expect(nearMax.headers['retry-after']).toBe('86400');
   });
 
   it('a broken random source (NaN, out of range) means no jitter, never a bad header', () => {
     for (const value of [Number.NaN, -1, 7]) {
-      const reply = overloadReplier({ random: () => value }).reply(shed(1_000), undefined);
+      const reply = replier({ random: () => value }).reply(shed(1_000), undefined);
       expect(reply.headers['retry-after']).toBe('1');
     }
   });
 
   it('non-transient errors keep their status and get no Retry-After', () => {
     const invalid = new ResilienceError('bad', { code: 'ERR_BAD', kind: 'invalid', retryAfterMs: 5 });
-    const reply = overloadReplier({}).reply(invalid, undefined);
+    const reply = replier({}).reply(invalid, undefined);
     expect(reply.status).toBe(400);
     expect(reply.headers).not.toHaveProperty('retry-after');
-  });
-});
-
-describe('isHealthCheck', () => {
-  it.each([
-    ['/health', true],
-    ['/healthz', true],
-    ['/ready', true],
-    ['/readyz?verbose', true],
-    ['/livez', true],
-    ['/live/', true],
-    ['/health/db', true],
-    ['/healthcheck', false],
-    ['/api/health', false],
-    ['/orders', false],
-    ['', false],
-    [undefined, false],
-  ])('%s → %s', (url, expected) => {
-    expect(isHealthCheck({ url })).toBe(expected);
   });
 });

@@ -1,15 +1,14 @@
 /**
- * The HTTP answer to an admission refusal (load shed, bulkhead full): 503 problem+json with a
- * jittered `Retry-After`, so refused clients do not all come back in the same second. Shared by the
- * load-shedding and bulkhead adapters; also the default request exemption (health checks).
+ * The HTTP answer to an overload refusal (load shed, bulkhead full, a rate-limit store down under
+ * `fail-closed`): problem+json with a jittered `Retry-After`, so the clients refused together do
+ * not all come back in the same second.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toProblem } from '../core/http-status.js';
 import { isTransientKind } from '../core/kind.js';
-import { isThenable } from '../core/policy.js';
 import { cryptoRandom, type Random } from '../core/random.js';
-import { isFunction, nonNegative, optionsObject, show } from '../core/validate.js';
-import { type ProblemReply, problemAnswer, writeProblem } from './problem-response.js';
+import { func, type ReadOptions, type Schema, withDefault } from '../core/read-options.js';
+import { nonNegative } from '../core/validate.js';
+import { type ProblemReply, problemAnswer } from './problem-response.js';
 
 /** How refusals are answered. */
 export interface OverloadReplyOptions {
@@ -30,138 +29,42 @@ export interface OverloadReplyOptions {
   readonly random?: Random | undefined;
 }
 
-/** Validated {@link OverloadReplyOptions}. */
+const nonNegativeFinite = (name: string, value: unknown): number => nonNegative(name, value);
+
+/**
+ * The declared {@link OverloadReplyOptions}: spread into the schema of an adapter that answers
+ * overload refusals, then hand what was read to {@link overloadReplier}.
+ */
+export const overloadReplyFields = {
+  retryAfterMs: withDefault(1_000, nonNegativeFinite),
+  jitter: withDefault(0.5, nonNegativeFinite),
+  random: withDefault(cryptoRandom, func<Random>()),
+} satisfies Schema<OverloadReplyOptions>;
+
+/** {@link OverloadReplyOptions} once read: every field present and valid. */
+export type OverloadReplySettings = ReadOptions<typeof overloadReplyFields>;
+
+/** Answers refusals with a jittered `Retry-After`. */
 export interface OverloadReplier {
-  /** The answer to `error`: its status and problem body, with a jittered `Retry-After` when transient. */
+  /**
+   * The answer to `error`: its status and problem body (`instance` when given) and, when its kind
+   * is transient, a `Retry-After` of the error's own wait (else `retryAfterMs`) plus jitter, in
+   * whole seconds from 1 to 86 400, the body's `retryAfterMs` agreeing. Never throws.
+   */
   reply(error: unknown, instance: string | undefined): ProblemReply;
-  /** Writes {@link OverloadReplier.reply} to a node:http / Express response (only ends it if headers were sent). */
-  send(res: ServerResponse, error: unknown, instance: string | undefined): void;
 }
 
-/** Validates the refusal options of an adapter; throws a `TypeError` naming a bad one. */
-export function overloadReplier(options: OverloadReplyOptions): OverloadReplier {
-  const baseMs = nonNegative('retryAfterMs', options.retryAfterMs ?? 1_000);
-  const jitter = nonNegative('jitter', options.jitter ?? 0.5);
-  const random = options.random === undefined ? cryptoRandom : isFunction<Random>('random', options.random);
-  const reply = (error: unknown, instance: string | undefined): ProblemReply => {
-    const body = toProblem(error, instance === undefined ? {} : { instance });
-    if (!isTransientKind(body.kind)) return problemAnswer(body, undefined, undefined);
-    const base = body.retryAfterMs ?? baseMs; // toProblem clamps the error's own wait to 24 h
-    const spread = Math.ceil((base * jitter) / 1000);
-    let extra = Math.floor(random() * (spread + 1));
-    if (!(extra >= 0 && extra <= spread)) extra = 0; // a broken random source means no jitter
-    return problemAnswer(body, undefined, (Math.ceil(base / 1000) + extra) * 1000);
-  };
+/** The replier for `settings` (read with {@link overloadReplyFields}, so already valid). */
+export function overloadReplier({ retryAfterMs, jitter, random }: OverloadReplySettings): OverloadReplier {
   return {
-    reply,
-    send(res, error, instance) {
-      if (res.headersSent) res.end();
-      else writeProblem(res, reply(error, instance));
+    reply(error, instance) {
+      const body = toProblem(error, instance === undefined ? {} : { instance });
+      if (!isTransientKind(body.kind)) return problemAnswer(body, undefined, undefined);
+      const base = body.retryAfterMs ?? retryAfterMs; // toProblem clamps the error's own wait to 24 h
+      const spread = Math.ceil((base * jitter) / 1000);
+      let extra = Math.floor(random() * (spread + 1));
+      if (!(extra >= 0 && extra <= spread)) extra = 0; // a broken random source means no jitter
+      return problemAnswer(body, undefined, (Math.ceil(base / 1000) + extra) * 1000);
     },
   };
-}
-
-const healthPath = /^\/(?:health|healthz|ready|readyz|live|livez)(?:[/?#]|$)/;
-
-/**
- * The default `exempt` of the admission adapters: true for health, readiness and liveness probes,
- * which must never be shed or queued (an orchestrator that sees them fail restarts a process that
- * is merely busy). Matches a request URL whose path is `/health`, `/healthz`, `/ready`, `/readyz`,
- * `/live` or `/livez`, or lies under one of them (`/health/db`), with any query string and method.
- *
- * @example
- * exempt: (req) => isHealthCheck(req) || req.url === '/metrics'
- */
-export function isHealthCheck(request: { readonly url?: string | undefined }): boolean {
-  const url = request.url;
-  return typeof url === 'string' && healthPath.test(url);
-}
-
-/**
- * Asks an adapter's `exempt` about one request. Its answer must be a boolean: anything else (a
- * promise from an async function is truthy, so it would exempt every request) is a `TypeError`,
- * which the adapters hand to `next(error)`.
- */
-export function isExempt<Req>(exempt: (request: Req) => boolean, request: Req): boolean {
-  const answer: unknown = exempt(request);
-  if (typeof answer === 'boolean') return answer;
-  throw new TypeError(
-    `expected "exempt" to return a boolean, got ${isThenable(answer) ? 'a promise (exempt decides synchronously)' : show(answer)}`,
-  );
-}
-
-/** Reads the options object shared by the adapters. */
-export function adapterOptions<O extends object>(
-  name: string,
-  options: O | undefined,
-  known: ReadonlySet<string>,
-): Partial<O> {
-  if (options === undefined) throw new TypeError(`expected "${name}" to be an options object, got undefined`);
-  return optionsObject(name, options, known);
-}
-
-/**
- * The parts of a Fastify request the admission plugins use and hand to your functions; the real
- * `FastifyRequest` fits. (Structural, so bulwark's declarations do not need fastify installed.)
- */
-export interface FastifyAdmissionRequest {
-  readonly url: string;
-  readonly method: string;
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
-  /** The matched route's options: `config` is where a route can declare its priority. */
-  readonly routeOptions: { readonly config: unknown; readonly url?: string | undefined };
-  readonly raw: IncomingMessage;
-}
-
-/** The parts of a Fastify reply the admission plugins use. */
-export interface FastifyAdmissionReply {
-  readonly raw: ServerResponse;
-  code(statusCode: number): FastifyAdmissionReply;
-  headers(values: Record<string, string>): FastifyAdmissionReply;
-  send(payload?: unknown): FastifyAdmissionReply;
-}
-
-/** The parts of a Fastify instance the admission plugins use. */
-export interface FastifyAdmissionInstance {
-  addHook(
-    name: 'onRequest',
-    hook: (request: never, reply: never, done: (error?: Error) => void) => void,
-  ): unknown;
-}
-
-/** A Fastify plugin (callback style) taking options `O`; pass it to `app.register`. */
-export type FastifyAdmissionPlugin<O> = (
-  instance: FastifyAdmissionInstance,
-  options: O,
-  done: (error?: Error) => void,
-) => void;
-
-/** The `onRequest` hook of an admission plugin, typed with the structural request and reply. */
-export type FastifyAdmissionHook = (
-  request: FastifyAdmissionRequest,
-  reply: FastifyAdmissionReply,
-  done: (error?: Error) => void,
-) => void;
-
-/** Adds an admission hook (the cast: Fastify's own hook types are richer than ours). */
-export function addAdmissionHook(instance: FastifyAdmissionInstance, hook: FastifyAdmissionHook): void {
-  instance.addHook('onRequest', hook as never);
-}
-
-/** Answers a refusal from a Fastify hook. */
-export function fastifyRefuse(
-  replier: OverloadReplier,
-  reply: FastifyAdmissionReply,
-  error: unknown,
-  url: string,
-): void {
-  const { status, headers, body } = replier.reply(error, url);
-  reply.code(status).headers(headers).send(JSON.stringify(body));
-}
-
-/** Marks a plugin to share its hooks with the context that registers it (what `fastify-plugin` does). */
-export function exposePlugin<P extends object>(plugin: P, name: string): P {
-  Object.defineProperty(plugin, Symbol.for('skip-override'), { value: true });
-  Object.defineProperty(plugin, Symbol.for('fastify.display-name'), { value: name });
-  return plugin;
 }

@@ -5,11 +5,12 @@ import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { until } from '../../test/support/http-server.js';
+import { memoryRateLimitStore } from '../rate-limit/memory-store.js';
 import { rateLimiter } from '../rate-limit/rate-limiter.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from '../rate-limit/store.js';
-import { memoryRateLimitStore } from '../stores/memory/rate-limit.js';
 import { FakeClock } from '../testing/fake-clock.js';
-import { fastifyRateLimit, rateLimitHeaders, rateLimitMiddleware } from './rate-limit.js';
+import { fastifyRateLimit, rateLimitMiddleware } from './rate-limit.js';
+import { rateLimitHeaders } from './rate-limit-headers.js';
 
 const servers: Server[] = [];
 const apps: FastifyInstance[] = [];
@@ -59,11 +60,10 @@ function switchableStore(clock: FakeClock) {
   const inner = memoryRateLimitStore({ clock });
   const state = { down: false };
   const store: RateLimitStore = {
-    synchronous: false,
     take: (key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> =>
-      state.down ? Promise.reject(new Error('ECONNREFUSED')) : Promise.resolve(inner.take(key, cost, rule)),
-    peek: (key: string, rule: RateLimitRule) => Promise.resolve(inner.peek(key, rule)),
-    reset: (key: string, rule: RateLimitRule) => Promise.resolve(inner.reset(key, rule)),
+      state.down ? Promise.reject(new Error('ECONNREFUSED')) : inner.take(key, cost, rule),
+    peek: (key: string, rule: RateLimitRule) => inner.peek(key, rule),
+    reset: (key: string, rule: RateLimitRule) => inner.reset(key, rule),
   };
   return { store, state };
 }
@@ -88,9 +88,9 @@ function nodeServer(middleware: ReturnType<typeof rateLimitMiddleware>): Server 
 }
 
 describe('rateLimitHeaders', () => {
-  it('follows the IETF draft: RateLimit-Policy "name";q;w and RateLimit "name";r;t', () => {
+  it('follows the IETF draft: RateLimit-Policy "name";q;w and RateLimit "name";r;t', async () => {
     const limiter = rateLimiter({ name: 'api', limit: 100, periodMs: 60_000, clock: new FakeClock() });
-    const result = limiter.take('k');
+    const result = await limiter.take('k');
     expect(rateLimitHeaders(limiter.rule, result)).toEqual({
       'ratelimit-policy': '"api";q=100;w=60',
       ratelimit: '"api";r=99;t=1',
@@ -263,7 +263,7 @@ describe('rateLimitMiddleware on node:http', () => {
       periodMs: 1_000,
       store,
       clock,
-      onStoreError: 'fail-open',
+      storeFailure: 'fail-open',
     });
     const closedUrl = await listen(nodeServer(rateLimitMiddleware({ limiter: closed, key: () => 'k' })));
     const openUrl = await listen(nodeServer(rateLimitMiddleware({ limiter: open, key: () => 'k' })));
@@ -318,7 +318,9 @@ describe('rateLimitMiddleware on node:http', () => {
     expect(() => rateLimitMiddleware({ limiter, key: () => 'k', headers: 'yes' as never })).toThrow(
       /"headers"/,
     );
-    expect(() => rateLimitMiddleware(undefined as never)).toThrow(/"limiter"/);
+    expect(() => rateLimitMiddleware(undefined as never)).toThrow(
+      /"rateLimitMiddleware options" to be an options object, got undefined/,
+    );
   });
 });
 

@@ -1,25 +1,39 @@
 /**
  * Rate limiting at the HTTP edge: connect-style middleware for node:http and Express, and a Fastify
- * plugin. Thin adapters: the decision is the limiter's; this file only maps it to headers and
- * responses.
+ * plugin. Built on the HTTP kit (adapter.ts); the decision is the limiter's, this file only maps it
+ * to headers and responses.
  *
- * - Every limited response carries `RateLimit-Policy` and `RateLimit` (IETF httpapi draft
- *   "RateLimit header fields for HTTP", draft-ietf-httpapi-ratelimit-headers-10):
- *   `RateLimit-Policy: "<name>";q=<limit>;w=<seconds>` and `RateLimit: "<name>";r=<remaining>;t=<seconds>`.
+ * - Every limited response carries `RateLimit-Policy` and `RateLimit` (rate-limit-headers.ts).
  * - A refusal is `429 Too Many Requests` with `Retry-After` (whole seconds, rounded up) and an RFC 9457
  *   problem+json body (`urn:bulwark:problem:rate_limited`, code `ERR_RATE_LIMITED`).
- * - The store down under `onStoreError: 'fail-closed'` is `503 Service Unavailable` (problem+json,
+ * - The store down under `storeFailure: 'fail-closed'` is `503 Service Unavailable` (problem+json,
  *   code `ERR_STORE_UNAVAILABLE`), never a 429: the client did nothing wrong.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { isStoreUnavailableError } from '../core/errors.js';
 import { isThenable } from '../core/policy.js';
-import { isFunction, optionKeys, optionsObject, show } from '../core/validate.js';
+import {
+  boolean,
+  func,
+  optional,
+  readOptions,
+  required,
+  type Schema,
+  withDefault,
+} from '../core/read-options.js';
+import { show } from '../core/validate.js';
 import { RateLimitedError } from '../rate-limit/errors.js';
 import type { RateLimiter } from '../rate-limit/rate-limiter.js';
 import type { RateLimitResult, RateLimitRule } from '../rate-limit/store.js';
-import { overloadReplier } from './overload-reply.js';
-import { type ProblemReply, problemReply, writeProblem } from './problem-response.js';
+import { connectMiddleware, fastifyPlugin, type Middleware, type RequestHandler } from './adapter.js';
+import { readAdapterOptions } from './adapter-options.js';
+import { asking, type Continuation } from './ask.js';
+import type { Edge } from './edge.js';
+import type { FastifyPluginLike, FastifyRequestLike } from './fastify-types.js';
+import { overloadReplier, overloadReplyFields } from './overload-reply.js';
+import { problemReply } from './problem-response.js';
+import { rateLimitHeaders } from './rate-limit-headers.js';
+import { type AsyncSkip, skipField, skipping } from './skip.js';
 
 /**
  * What a key function may return. `undefined` is allowed by the type because request properties
@@ -28,7 +42,7 @@ import { type ProblemReply, problemReply, writeProblem } from './problem-respons
  */
 export type RateLimitKey = string | undefined;
 
-/** Options shared by {@link rateLimitMiddleware} and {@link fastifyRateLimit}. */
+/** Options of {@link rateLimitMiddleware} and {@link fastifyRateLimit}. */
 export interface RateLimitHttpOptions<Req> {
   /** The limiter deciding (in-memory or Redis-backed). */
   readonly limiter: RateLimiter;
@@ -45,148 +59,40 @@ export interface RateLimitHttpOptions<Req> {
    * (or a promise of one), a throw or a rejection fails the request like a bad key.
    * @default none: every request is limited
    */
-  readonly skip?: ((request: Req) => boolean | Promise<boolean>) | undefined;
+  readonly skip?: AsyncSkip<Req> | undefined;
   /** Units the request takes (e.g. by route weight). @default () => 1 */
   readonly cost?: ((request: Req) => number) | undefined;
   /** Send `RateLimit-Policy` and `RateLimit` headers. @default true */
   readonly headers?: boolean | undefined;
 }
 
-const rateLimitHttpOptionKeys = optionKeys<RateLimitHttpOptions<unknown>>({
-  limiter: true,
-  key: true,
-  skip: true,
-  cost: true,
-  headers: true,
-});
-
-/** The headers of one decision, per the IETF draft (names in lower case, as Node sends them). */
-export function rateLimitHeaders(rule: RateLimitRule, result: RateLimitResult): Record<string, string> {
-  const headers: Record<string, string> = { 'ratelimit-policy': policyHeader(rule) };
-  // A fail-open decision knows nothing about the quota: say nothing rather than something false.
-  if (result.fallback !== 'fail-open') {
-    headers.ratelimit = `"${rule.name}";r=${result.remaining};t=${Math.ceil(result.resetMs / 1000)}`;
-  }
-  return headers;
+/** What the adapter uses of a limiter, whether `take` answers with a value or a promise. */
+interface Limiter {
+  readonly rule: RateLimitRule;
+  take(key: string, cost: number): RateLimitResult | PromiseLike<RateLimitResult>;
 }
 
-const policies = new WeakMap<RateLimitRule, string>();
-
-/**
- * `"<name>";q=<quota>;w=<window seconds>`. The draft's window is a whole number of seconds: a period
- * that is not one is stated as the same rate over `ceil(periodMs / 1000)` seconds (10 per 500 ms →
- * `q=20;w=1`).
- */
-function policyHeader(rule: RateLimitRule): string {
-  let header = policies.get(rule);
-  if (header === undefined) {
-    const seconds = rule.periodMs / 1000;
-    let q = rule.limit;
-    let w = seconds;
-    if (!Number.isInteger(seconds) || seconds < 1) {
-      w = Math.ceil(seconds);
-      q = Math.floor((rule.limit * w * 1000) / rule.periodMs);
-    }
-    header = `"${rule.name}";q=${q};w=${w}`;
-    policies.set(rule, header);
+/** Duck-typed, not instanceof: a limiter from another copy of bulwark works too. */
+function limiterCheck(name: string, value: unknown): Limiter {
+  const limiter = value as Partial<Limiter> | null | undefined;
+  if (typeof limiter?.take !== 'function' || typeof limiter.rule?.name !== 'string') {
+    throw new TypeError(`expected "${name}" to be a rate limiter from rateLimiter(), got ${show(value)}`);
   }
-  return header;
+  return limiter as Limiter;
 }
 
-interface Checked<Req> {
-  readonly limiter: RateLimiter;
-  readonly key: (request: Req) => RateLimitKey | Promise<RateLimitKey>;
-  readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
+/** The read options, as one request's steps use them. */
+interface Limiting<Req> {
+  readonly limiter: Limiter;
   readonly cost: ((request: Req) => number) | undefined;
   readonly headers: boolean;
 }
-
-function check<Req>(options: RateLimitHttpOptions<Req>, what: string): Checked<Req> {
-  const o = optionsObject(what, options, rateLimitHttpOptionKeys);
-  // Duck-typed, not instanceof: a limiter from another copy of bulwark works too.
-  const limiter = o.limiter as Partial<RateLimiter> | undefined;
-  if (typeof limiter?.take !== 'function' || typeof limiter.rule?.name !== 'string') {
-    throw new TypeError(`expected "limiter" to be a rate limiter from rateLimiter(), got ${show(o.limiter)}`);
-  }
-  const key = isFunction<(request: Req) => RateLimitKey | Promise<RateLimitKey>>('key', o.key);
-  const skip =
-    o.skip === undefined
-      ? undefined
-      : isFunction<(request: Req) => boolean | Promise<boolean>>('skip', o.skip);
-  const cost = o.cost === undefined ? undefined : isFunction<(request: Req) => number>('cost', o.cost);
-  if (o.headers !== undefined && typeof o.headers !== 'boolean') {
-    throw new TypeError(`expected "headers" to be a boolean, got ${show(o.headers)}`);
-  }
-  return { limiter: limiter as RateLimiter, key, skip, cost, headers: o.headers ?? true };
-}
-
-/** What the adapters do with one request. */
-type Verdict =
-  | { readonly kind: 'pass'; readonly headers?: Record<string, string> }
-  | { readonly kind: 'refuse'; readonly error: unknown; readonly headers?: Record<string, string> }
-  | { readonly kind: 'unavailable'; readonly error: unknown }
-  | { readonly kind: 'error'; readonly error: unknown };
-
-const PASS: Verdict = { kind: 'pass' };
 
 /**
  * The answer to a store failure under `fail-closed`: 503 with a jittered `Retry-After` (1–2 s), so
  * the clients refused during an outage do not all come back in the same second.
  */
-const storeDown = overloadReplier({});
-
-/** Runs `skip`, the key function and the limiter for one request; settles synchronously when they do. */
-function decide<Req>(c: Checked<Req>, request: Req, done: (verdict: Verdict) => void): void {
-  if (c.skip === undefined) {
-    decideKey(c, request, done);
-    return;
-  }
-  let skip: boolean | Promise<boolean>;
-  try {
-    skip = c.skip(request);
-  } catch (error) {
-    done({ kind: 'error', error });
-    return;
-  }
-  if (isThenable<boolean>(skip)) {
-    skip.then(
-      (s) => afterSkip(c, request, s, done),
-      (error: unknown) => done({ kind: 'error', error }),
-    );
-  } else afterSkip(c, request, skip, done);
-}
-
-function afterSkip<Req>(
-  c: Checked<Req>,
-  request: Req,
-  skip: unknown,
-  done: (verdict: Verdict) => void,
-): void {
-  if (skip === false) decideKey(c, request, done);
-  else if (skip === true) done(PASS);
-  else {
-    done({
-      kind: 'error',
-      error: new TypeError(`expected the rate-limit "skip" function to return a boolean, got ${show(skip)}`),
-    });
-  }
-}
-
-function decideKey<Req>(c: Checked<Req>, request: Req, done: (verdict: Verdict) => void): void {
-  let key: RateLimitKey | Promise<RateLimitKey>;
-  try {
-    key = c.key(request);
-  } catch (error) {
-    done({ kind: 'error', error });
-    return;
-  }
-  if (isThenable<RateLimitKey>(key)) {
-    key.then(
-      (k) => take(c, request, k, done),
-      (error: unknown) => done({ kind: 'error', error }),
-    );
-  } else take(c, request, key, done);
-}
+const storeDown = overloadReplier(readOptions('store outage reply', undefined, overloadReplyFields));
 
 function badKey(key: unknown): TypeError {
   return new TypeError(
@@ -198,55 +104,82 @@ function badKey(key: unknown): TypeError {
   );
 }
 
-function take<Req>(c: Checked<Req>, request: Req, key: RateLimitKey, done: (verdict: Verdict) => void): void {
+type UrlRequest = { readonly url?: string | undefined };
+
+/** Takes the request's cost under `key` and answers; settles synchronously when the limiter does. */
+function take<Req extends UrlRequest, Reply, Next>(
+  c: Limiting<Req>,
+  key: unknown,
+  request: Req,
+  reply: Reply,
+  next: Next,
+  edge: Edge<Reply, Next>,
+): void {
   if (typeof key !== 'string' || key === '') {
-    done({ kind: 'error', error: badKey(key) });
+    edge.fail(next, badKey(key));
     return;
   }
-  let decision: RateLimitResult | Promise<RateLimitResult>;
+  let decision: RateLimitResult | PromiseLike<RateLimitResult>;
   try {
     decision = c.limiter.take(key, c.cost === undefined ? 1 : c.cost(request));
   } catch (error) {
-    done({ kind: 'error', error });
+    edge.fail(next, error);
     return;
   }
-  const apply = (result: RateLimitResult): void => {
-    const headers = c.headers ? rateLimitHeaders(c.limiter.rule, result) : undefined;
-    if (result.allowed) done(headers === undefined ? PASS : { kind: 'pass', headers });
-    else {
-      const error = new RateLimitedError(key, result.retryAfterMs, {
-        limit: result.limit,
-        remaining: result.remaining,
-      });
-      done(headers === undefined ? { kind: 'refuse', error } : { kind: 'refuse', error, headers });
-    }
-  };
-  if (isThenable<RateLimitResult>(decision)) {
-    decision.then(apply, (error: unknown) =>
+  if (!isThenable<RateLimitResult>(decision)) {
+    decide(c, key, decision, request, reply, next, edge);
+    return;
+  }
+  decision.then(
+    (result) => decide(c, key, result, request, reply, next, edge),
+    (error: unknown) => {
       // The store is down and the limiter fails closed: 503, not 429, and no RateLimit headers.
-      done(isStoreUnavailableError(error) ? { kind: 'unavailable', error } : { kind: 'error', error }),
-    );
-  } else apply(decision);
+      if (isStoreUnavailableError(error)) edge.answer(reply, storeDown.reply(error, request.url));
+      else edge.fail(next, error);
+    },
+  );
 }
 
-/** The answer to a refusal: 429 with the RateLimit headers, or 503 for a store down (fail-closed). */
-function refusal(
-  verdict: Extract<Verdict, { kind: 'refuse' | 'unavailable' }>,
-  url: string | undefined,
-): ProblemReply {
-  if (verdict.kind === 'unavailable') return storeDown.reply(verdict.error, url);
-  return problemReply(verdict.error, {
-    ...(url === undefined ? {} : { instance: url }),
-    ...(verdict.headers === undefined ? {} : { headers: verdict.headers }),
+/** Lets an allowed request go on, answers a refused one 429; both with the RateLimit headers. */
+function decide<Req extends UrlRequest, Reply, Next>(
+  c: Limiting<Req>,
+  key: string,
+  result: RateLimitResult,
+  request: Req,
+  reply: Reply,
+  next: Next,
+  edge: Edge<Reply, Next>,
+): void {
+  const headers = c.headers ? rateLimitHeaders(c.limiter.rule, result) : undefined;
+  if (result.allowed) {
+    edge.proceed(reply, next, headers);
+    return;
+  }
+  const refusal = new RateLimitedError(key, result.retryAfterMs, {
+    limit: result.limit,
+    remaining: result.remaining,
   });
+  edge.answer(reply, problemReply(refusal, { instance: request.url, headers }));
 }
 
-/** A connect-style middleware: `(req, res, next)`, as node:http handlers and Express use. */
-export type RateLimitMiddleware<Req extends IncomingMessage = IncomingMessage> = (
-  req: Req,
-  res: ServerResponse,
-  next: (error?: unknown) => void,
-) => void;
+/** The adapter: `skip`, then the key (maybe async), then the limiter's decision. */
+function limiting<Req extends UrlRequest>(
+  options: RateLimitHttpOptions<Req> | undefined,
+  what: string,
+): RequestHandler<Req> {
+  const schema = {
+    limiter: required(limiterCheck),
+    key: required(func<(request: Req) => RateLimitKey | Promise<RateLimitKey>>()),
+    skip: skipField<AsyncSkip<Req>>(),
+    cost: optional(func<(request: Req) => number>()),
+    headers: withDefault(true, boolean),
+  } satisfies Schema<RateLimitHttpOptions<Req>>;
+  const o = readAdapterOptions(what, options, schema);
+  const c: Limiting<Req> = { limiter: o.limiter, cost: o.cost, headers: o.headers };
+  const keyed: Continuation<Req> = (key, request, reply, next, edge) =>
+    take(c, key, request, reply, next, edge);
+  return skipping(o.skip, 'async', asking(o.key, true, keyed));
+}
 
 /**
  * Rate limiting for node:http and Express: `(req, res, next)`. Allowed requests get the
@@ -270,99 +203,21 @@ export type RateLimitMiddleware<Req extends IncomingMessage = IncomingMessage> =
  */
 export function rateLimitMiddleware<Req extends IncomingMessage = IncomingMessage>(
   options: RateLimitHttpOptions<Req>,
-): RateLimitMiddleware<Req> {
-  const c = check(options, 'rateLimitMiddleware options');
-  return (req, res, next) => {
-    decide(c, req, (verdict) => {
-      if (verdict.kind === 'error') {
-        next(verdict.error);
-        return;
-      }
-      if (verdict.kind === 'pass') {
-        if (verdict.headers !== undefined)
-          for (const name in verdict.headers) res.setHeader(name, verdict.headers[name]!);
-        next();
-        return;
-      }
-      writeProblem(res, refusal(verdict, req.url));
-    });
-  };
+): Middleware<Req> {
+  return connectMiddleware(limiting(options, 'rateLimitMiddleware options'));
 }
-
-/** The parts of a Fastify request the plugin hands to `key`; it is the real Fastify request. */
-export interface FastifyRequestLike {
-  readonly url: string;
-  readonly ip?: string | undefined;
-  readonly headers: Record<string, string | string[] | undefined>;
-  /** The node:http request (`request.raw.socket`, ...). */
-  readonly raw: IncomingMessage;
-}
-
-/** The parts of a Fastify reply the plugin uses. */
-export interface FastifyReplyLike {
-  code(statusCode: number): FastifyReplyLike;
-  header(name: string, value: string): FastifyReplyLike;
-  send(payload?: unknown): FastifyReplyLike;
-}
-
-/** The parts of a Fastify instance the plugin uses. */
-export interface FastifyInstanceLike {
-  addHook(
-    name: 'onRequest',
-    hook: (request: never, reply: never, done: (error?: Error) => void) => void,
-  ): unknown;
-}
-
-/** Options of {@link fastifyRateLimit}. */
-export type FastifyRateLimitOptions<Req extends FastifyRequestLike = FastifyRequestLike> =
-  RateLimitHttpOptions<Req>;
 
 /**
- * The Fastify plugin: an `onRequest` hook with the same behaviour as {@link rateLimitMiddleware}.
- * It is not encapsulated (like plugins wrapped in `fastify-plugin`): registered on an instance it
- * limits every route of that instance and its children; register it inside a scoped plugin to limit
- * only that scope's routes.
+ * The Fastify plugin: an `onRequest` hook with the same options and behaviour as
+ * {@link rateLimitMiddleware} (`key`, `skip` and `cost` receive the `FastifyRequest`). It is not
+ * encapsulated (like plugins wrapped in `fastify-plugin`): registered on an instance it limits
+ * every route of that instance and its children; register it inside a scoped plugin to limit only
+ * that scope's routes. An invalid option fails the registration.
  *
  * @example
  * app.register(fastifyRateLimit, { limiter, key: (request) => request.ip, skip: (request) => request.url === '/healthz' });
  */
-export function fastifyRateLimit(
-  fastify: FastifyInstanceLike,
-  options: FastifyRateLimitOptions,
-  done: (error?: Error) => void,
-): void {
-  let c: Checked<FastifyRequestLike>;
-  try {
-    c = check(options, 'fastifyRateLimit options');
-  } catch (error) {
-    done(error as Error);
-    return;
-  }
-  const hook = (
-    request: FastifyRequestLike,
-    reply: FastifyReplyLike,
-    next: (error?: Error) => void,
-  ): void => {
-    decide(c, request, (verdict) => {
-      if (verdict.kind === 'error') {
-        next(verdict.error instanceof Error ? verdict.error : new Error(String(verdict.error)));
-        return;
-      }
-      if (verdict.kind === 'pass') {
-        if (verdict.headers !== undefined)
-          for (const name in verdict.headers) reply.header(name, verdict.headers[name]!);
-        next();
-        return;
-      }
-      const answer = refusal(verdict, request.url);
-      reply.code(answer.status);
-      for (const name in answer.headers) reply.header(name, answer.headers[name]!);
-      reply.send(JSON.stringify(answer.body));
-    });
-  };
-  fastify.addHook('onRequest', hook as never);
-  done();
-}
-// What fastify-plugin sets: apply the hook to the registering instance, not a child context.
-Object.defineProperty(fastifyRateLimit, Symbol.for('skip-override'), { value: true });
-Object.defineProperty(fastifyRateLimit, Symbol.for('fastify.display-name'), { value: 'bulwark-rate-limit' });
+export const fastifyRateLimit: FastifyPluginLike<RateLimitHttpOptions<FastifyRequestLike>> = fastifyPlugin(
+  'fastifyRateLimit',
+  limiting,
+);

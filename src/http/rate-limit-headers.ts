@@ -1,0 +1,46 @@
+/**
+ * The rate-limit headers of the IETF httpapi draft "RateLimit header fields for HTTP"
+ * (draft-ietf-httpapi-ratelimit-headers-10): `RateLimit-Policy: "<name>";q=<limit>;w=<seconds>`
+ * and `RateLimit: "<name>";r=<remaining>;t=<seconds>`.
+ */
+import type { RateLimitResult, RateLimitRule } from '../rate-limit/store.js';
+
+/**
+ * The headers of one limiter decision, in lower case (as Node sends them): `ratelimit-policy`
+ * always, and `ratelimit` unless the decision is a fail-open fallback (which knows nothing about
+ * the quota: it says nothing rather than something false). No `pk`: it would echo the key.
+ *
+ * @example
+ * const result = await limiter.take('downloads', bytes);
+ * for (const [name, value] of Object.entries(rateLimitHeaders(limiter.rule, result))) res.setHeader(name, value);
+ */
+export function rateLimitHeaders(rule: RateLimitRule, result: RateLimitResult): Record<string, string> {
+  const headers: Record<string, string> = { 'ratelimit-policy': policyHeader(rule) };
+  if (result.fallback !== 'fail-open') {
+    headers.ratelimit = `"${rule.name}";r=${result.remaining};t=${Math.ceil(result.resetMs / 1000)}`;
+  }
+  return headers;
+}
+
+const policies = new WeakMap<RateLimitRule, string>();
+
+/**
+ * `"<name>";q=<quota>;w=<window seconds>`, computed once per rule. The draft's window is a whole
+ * number of seconds: a period that is not one is stated as the same rate over
+ * `ceil(periodMs / 1000)` seconds (10 per 500 ms → `q=20;w=1`).
+ */
+function policyHeader(rule: RateLimitRule): string {
+  let header = policies.get(rule);
+  if (header === undefined) {
+    const seconds = rule.periodMs / 1000;
+    let q = rule.limit;
+    let w = seconds;
+    if (!Number.isInteger(seconds) || seconds < 1) {
+      w = Math.ceil(seconds);
+      q = Math.floor((rule.limit * w * 1000) / rule.periodMs);
+    }
+    header = `"${rule.name}";q=${q};w=${w}`;
+    policies.set(rule, header);
+  }
+  return header;
+}
