@@ -5,6 +5,8 @@ interface FakeTimer {
   readonly time: number;
   readonly seq: number;
   readonly callback: () => void;
+  /** Whether it keeps the process alive (see {@link FakeClock.keepAlive}); new timers do. */
+  alive: boolean;
 }
 
 // Lets every queued microtask (and the promise chains they start) run before the next timer fires.
@@ -48,7 +50,7 @@ export class FakeClock implements Clock {
   setTimer(callback: () => void, ms: number): TimerHandle {
     // biome-ignore lint/complexity/useMathMinMax: the ternary maps NaN to 0 (Math.max keeps NaN)
     const delay = ms > 0 ? ms : 0;
-    const timer: FakeTimer = { time: this.current + delay, seq: this.seq++, callback };
+    const timer: FakeTimer = { time: this.current + delay, seq: this.seq++, callback, alive: true };
     // Keep the list sorted by (time, seq): insert after every timer due at or before this one.
     let i = this.timers.length;
     while (i > 0 && this.timers[i - 1]!.time > timer.time) i--;
@@ -62,9 +64,35 @@ export class FakeClock implements Clock {
     if (i !== -1) this.timers.splice(i, 1);
   }
 
-  /** How many timers and sleepers are waiting: a test can assert none leaked. */
+  /**
+   * Records whether a pending timer keeps the process alive, as Node's `ref`/`unref` would (a
+   * shared timer that only guards finished calls is released this way). Fired, cleared and unknown
+   * handles are ignored. The timer fires the same either way: only {@link FakeClock.aliveTimers}
+   * tells them apart.
+   */
+  keepAlive(handle: TimerHandle, alive: boolean): void {
+    const timer = handle as FakeTimer;
+    if (this.timers.includes(timer)) timer.alive = alive;
+  }
+
+  /**
+   * How many timers and sleepers are waiting, released or not. A `timeout` keeps its shared
+   * deadline timer armed after a call that finished in time (released, see
+   * {@link FakeClock.aliveTimers}) until that deadline passes.
+   */
   get pendingTimers(): number {
     return this.timers.length;
+  }
+
+  /**
+   * How many waiting timers and sleepers would keep a real process alive: every pending timer
+   * except those released with `keepAlive(handle, false)`. Once every call has settled this must be
+   * 0, or something leaked a timer.
+   */
+  get aliveTimers(): number {
+    let alive = 0;
+    for (const timer of this.timers) if (timer.alive) alive++;
+    return alive;
   }
 
   /**

@@ -3,6 +3,12 @@
  */
 export { FakeClock } from './fake-clock.js';
 export {
+  type MakePolicy,
+  type PolicyFixture,
+  type PolicyUnderTest,
+  policyConformance,
+} from './policy-conformance.js';
+export {
   type ConformanceRunner,
   type RateLimitStoreFixture,
   rateLimitStoreConformance,
