@@ -1,9 +1,9 @@
 /**
  * Rate limiter decisions per second: ours vs rate-limiter-flexible, in one process and run.
  *
- * - In memory (mitata): one hot key, 10 000 keys round-robin, and the refused path. Ours answers
- *   synchronously (a refusal is a result); `RateLimiterMemory.consume` returns a promise and rejects
- *   on refusal.
+ * - In memory (mitata): one hot key, 10 000 keys round-robin, and the refused path, each through
+ *   ours `take` (a promise, as with every store; a refusal is a result) and `takeSync` (the in-memory
+ *   fast path, no promise); `RateLimiterMemory.consume` returns a promise and rejects on refusal.
  * - Redis (throughput over a fixed time, concurrency 1 and 64, one ioredis client): ours with the
  *   Redis store (GCRA, the 100 ms store deadline on; one EVALSHA per decision at concurrency 1, the
  *   decisions of one tick coalesced into batch calls of up to 32 at concurrency 64),
@@ -32,21 +32,30 @@ function memoryCases(): Case[] {
     maxKeys: 2 * KEYS,
   });
   const oursRefused = rateLimiter({ limit: 1, periodMs: 3_600_000 });
-  oursRefused.take('k');
+  oursRefused.takeSync('k');
   const peerHot = new RateLimiterMemory({ points: 1_000_000_000, duration: 3_600 });
   const peerMany = new RateLimiterMemory({ points: 1_000_000_000, duration: 3_600 });
   const peerRefused = new RateLimiterMemory({ points: 1, duration: 3_600 });
   void peerRefused.consume('k');
   let i = 0;
   let j = 0;
+  let k = 0;
   return [
     { name: 'bulwark take, one key', fn: () => oursHot.take('k') },
+    { name: 'bulwark takeSync, one key', fn: () => oursHot.takeSync('k') },
     { name: 'RateLimiterMemory consume, one key', fn: () => peerHot.consume('k') },
     {
       name: 'bulwark take, 10k keys',
       fn: () => {
         i = (i + 1) % KEYS;
         return oursMany.take(keys[i]!);
+      },
+    },
+    {
+      name: 'bulwark takeSync, 10k keys',
+      fn: () => {
+        k = (k + 1) % KEYS;
+        return oursMany.takeSync(keys[k]!);
       },
     },
     {
@@ -57,6 +66,7 @@ function memoryCases(): Case[] {
       },
     },
     { name: 'bulwark take, refused', fn: () => oursRefused.take('k') },
+    { name: 'bulwark takeSync, refused', fn: () => oursRefused.takeSync('k') },
     { name: 'RateLimiterMemory consume, refused', fn: () => peerRefused.consume('k').catch(noop) },
   ];
 }
@@ -148,9 +158,24 @@ export default async function rateLimitBench(): Promise<string> {
   const memoryRatios = table(
     ['in memory (decisions/s ours ÷ peer)', 'ratio', 'target'],
     [
-      ['one key', speedup('bulwark take, one key', 'RateLimiterMemory consume, one key'), '≥ 1.5'],
-      ['10k keys', speedup('bulwark take, 10k keys', 'RateLimiterMemory consume, 10k keys'), '≥ 2'],
-      ['refused path', speedup('bulwark take, refused', 'RateLimiterMemory consume, refused'), '≥ 5'],
+      ['take, one key', speedup('bulwark take, one key', 'RateLimiterMemory consume, one key'), '≥ 2'],
+      [
+        'takeSync, one key',
+        speedup('bulwark takeSync, one key', 'RateLimiterMemory consume, one key'),
+        '≥ 1.5',
+      ],
+      ['take, 10k keys', speedup('bulwark take, 10k keys', 'RateLimiterMemory consume, 10k keys'), '≥ 2'],
+      [
+        'takeSync, 10k keys',
+        speedup('bulwark takeSync, 10k keys', 'RateLimiterMemory consume, 10k keys'),
+        '≥ 2',
+      ],
+      ['take, refused', speedup('bulwark take, refused', 'RateLimiterMemory consume, refused'), '≥ 5'],
+      [
+        'takeSync, refused',
+        speedup('bulwark takeSync, refused', 'RateLimiterMemory consume, refused'),
+        '≥ 5 (≈ 13 before issue 9)',
+      ],
     ],
   );
 

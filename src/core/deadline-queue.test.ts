@@ -220,3 +220,41 @@ describe('DeadlineQueue: every deadline on time, whatever the order', () => {
     );
   });
 });
+
+describe('DeadlineQueue.stopIfIdle', () => {
+  it('stops the timer once every entry has settled, and the queue works as new afterwards', async () => {
+    const clock = new FakeClock();
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    const a = entry(100, log);
+    const b = entry(200, log);
+    queue.add(a);
+    queue.add(b);
+    queue.settle(a);
+    queue.stopIfIdle(); // b is live: nothing stops
+    expect(clock.pendingTimers).toBe(1);
+    queue.settle(b);
+    queue.stopIfIdle();
+    expect(clock.pendingTimers).toBe(0);
+    // An earlier deadline than the forgotten entries is accepted and fires on time.
+    const c = entry(50, log);
+    expect(queue.add(c)).toBe(true);
+    await clock.advance(50);
+    expect(log).toEqual([50]);
+    await clock.advance(1_000);
+    expect(log).toEqual([50]);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('does nothing on an empty queue or one whose timer already fired', async () => {
+    const clock = new FakeClock();
+    const queue = new DeadlineQueue(clock);
+    queue.stopIfIdle();
+    const log: number[] = [];
+    queue.add(entry(10, log));
+    await clock.advance(10);
+    queue.stopIfIdle();
+    expect(log).toEqual([10]);
+    expect(clock.pendingTimers).toBe(0);
+  });
+});

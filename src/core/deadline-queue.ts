@@ -62,6 +62,19 @@ export class DeadlineQueue {
     if (--this.live === 0 && this.timer !== undefined) this.clock.keepAlive?.(this.timer, false);
   }
 
+  /**
+   * Stops the timer and forgets every entry, when none is live (all settled): for an owner that goes
+   * idle for long stretches (a wait queue that emptied), so it leaves no timer behind. Does nothing
+   * while an entry is live. Not for per-call use: re-arming costs a timer, which sharing one saves.
+   */
+  stopIfIdle(): void {
+    if (this.live !== 0 || this.timer === undefined) return;
+    this.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.head = undefined;
+    this.tail = undefined;
+  }
+
   private arm(deadline: number): void {
     this.armedFor = deadline;
     this.timer = this.clock.setTimer(this.fire, deadline - this.clock.now());

@@ -12,8 +12,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { memoryRateLimitStore } from '../stores/memory/rate-limit.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { memoryRateLimitStore } from './memory-store.js';
 import { ruleOf } from './rule.js';
 import type { RateLimitAlgorithm, RateLimitResult, RateLimitRule } from './store.js';
 
@@ -108,7 +108,7 @@ async function run(
   const out: { at: number; cost: number; result: RateLimitResult }[] = [];
   for (const step of steps) {
     if (step.gap > 0) await clock.advance(step.gap);
-    out.push({ at: clock.now(), cost: step.cost, result: store.take('k', step.cost, rule) });
+    out.push({ at: clock.now(), cost: step.cost, result: store.takeSync('k', step.cost, rule) });
   }
   return out;
 }
@@ -185,17 +185,17 @@ describe.each(['token-bucket', 'gcra', 'sliding-window'] as const)('%s propertie
         const store = memoryRateLimitStore({ clock });
         for (const step of steps) {
           if (step.gap > 0) await clock.advance(step.gap);
-          const result = store.take('k', step.cost, rule);
+          const result = store.takeSync('k', step.cost, rule);
           if (result.allowed) continue;
           expect(result.retryAfterMs).toBeGreaterThan(0);
           if (result.retryAfterMs > 1) {
             await clock.advance(result.retryAfterMs - 1);
-            expect(store.take('k', step.cost, rule).allowed).toBe(false);
+            expect(store.takeSync('k', step.cost, rule).allowed).toBe(false);
             await clock.advance(1);
           } else {
             await clock.advance(result.retryAfterMs);
           }
-          expect(store.take('k', step.cost, rule).allowed).toBe(true);
+          expect(store.takeSync('k', step.cost, rule).allowed).toBe(true);
           return;
         }
       }),

@@ -4,6 +4,9 @@ import { ceilMs, decision } from './algorithm.js';
 import { keyMap } from './key-map.js';
 import type { RateLimitResult } from './store.js';
 
+/** How early a real timer may fire, as measured on the clock (libuv keeps whole-ms loop time). */
+const TIMER_SLACK_MS = 1;
+
 interface Blocked {
   /** Local clock time until which takes of `cost` are refused locally. */
   readonly until: number;
@@ -40,7 +43,10 @@ export class BlockedKeys {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
     const now = this.clock.now();
-    if (now >= entry.until) {
+    // The last millisecond goes to the store: Node runs a timer up to 1 ms before
+    // performance.now() says it is due, so a waiter that slept exactly `retryAfterMs` would
+    // otherwise be refused locally for "1 ms more" at its deadline.
+    if (now + TIMER_SLACK_MS >= entry.until) {
       this.entries.delete(key);
       return undefined;
     }

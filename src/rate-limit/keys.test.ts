@@ -4,8 +4,8 @@
  * would be written as U+FFFD and share a bucket with other keys).
  */
 import { describe, expect, it } from 'vitest';
-import { memoryRateLimitStore } from '../stores/memory/rate-limit.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { memoryRateLimitStore } from './memory-store.js';
 import { rateLimiter } from './rate-limiter.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
 
@@ -18,23 +18,25 @@ function asyncStore(clock: FakeClock): RateLimitStore & { calls: number } {
     calls: 0,
     take(key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> {
       store.calls++;
-      return Promise.resolve(inner.take(key, cost, rule));
+      return inner.take(key, cost, rule);
     },
-    peek: (key: string, rule: RateLimitRule) => Promise.resolve(inner.peek(key, rule)),
-    reset: (key: string, rule: RateLimitRule) => Promise.resolve(inner.reset(key, rule)),
+    peek: (key: string, rule: RateLimitRule) => inner.peek(key, rule),
+    reset: (key: string, rule: RateLimitRule) => inner.reset(key, rule),
   };
   return store;
 }
 
 describe('rate-limit keys', () => {
   it.each(illFormed)(
-    'refuses %j with a TypeError on the in-memory store: take, peek, reset, wait, policy',
+    'refuses %j with a TypeError on the in-memory store: take, takeSync, peek, reset, wait, policy',
     async (key) => {
       const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock: new FakeClock() });
-      expect(() => limiter.take(key)).toThrow(TypeError);
-      expect(() => limiter.take(key)).toThrow(message);
-      expect(() => limiter.peek(key)).toThrow(message);
-      expect(() => limiter.reset(key)).toThrow(message);
+      expect(() => limiter.takeSync(key)).toThrow(TypeError);
+      expect(() => limiter.takeSync(key)).toThrow(message);
+      await expect(limiter.take(key)).rejects.toThrow(TypeError);
+      await expect(limiter.take(key)).rejects.toThrow(message);
+      await expect(limiter.peek(key)).rejects.toThrow(message);
+      await expect(limiter.reset(key)).rejects.toThrow(message);
       expect(() => limiter.policy(key)).toThrow(message);
       await expect(limiter.wait(key)).rejects.toThrow(message);
     },
@@ -43,7 +45,7 @@ describe('rate-limit keys', () => {
   it.each(illFormed)('refuses %j with a TypeError on a remote store, before any store call', async (key) => {
     const clock = new FakeClock();
     const store = asyncStore(clock);
-    const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock, store, onStoreError: 'fail-open' });
+    const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock, store, storeFailure: 'fail-open' });
     await expect(limiter.take(key)).rejects.toThrow(message);
     await expect(limiter.peek(key)).rejects.toThrow(message);
     await expect(limiter.reset(key)).rejects.toThrow(message);
@@ -54,8 +56,8 @@ describe('rate-limit keys', () => {
   it('accepts every well-formed key, surrogate pairs and U+FFFD included, each with its own state', () => {
     const limiter = rateLimiter({ limit: 1, periodMs: 60_000, clock: new FakeClock() });
     for (const key of ['\uFFFD', '\uD83D\uDE00', 'ünïcode', '{tag}', 'a'.repeat(10_000)]) {
-      expect(limiter.take(key).allowed).toBe(true);
-      expect(limiter.take(key).allowed).toBe(false);
+      expect(limiter.takeSync(key).allowed).toBe(true);
+      expect(limiter.takeSync(key).allowed).toBe(false);
     }
   });
 });

@@ -4,8 +4,8 @@
  * costs nothing until keys arrive.
  */
 import { describe, expect, it } from 'vitest';
-import { memoryRateLimitStore } from '../stores/memory/rate-limit.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { memoryRateLimitStore } from './memory-store.js';
 import { rateLimiter } from './rate-limiter.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
 
@@ -14,9 +14,9 @@ function asyncStore(clock: FakeClock): RateLimitStore {
   const inner = memoryRateLimitStore({ clock, maxKeys: 2 ** 32 });
   return {
     take: (key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> =>
-      Promise.resolve(inner.take(key, cost, rule)),
-    peek: (key: string, rule: RateLimitRule) => Promise.resolve(inner.peek(key, rule)),
-    reset: (key: string, rule: RateLimitRule) => Promise.resolve(inner.reset(key, rule)),
+      inner.take(key, cost, rule),
+    peek: (key: string, rule: RateLimitRule) => inner.peek(key, rule),
+    reset: (key: string, rule: RateLimitRule) => inner.reset(key, rule),
   };
 }
 
@@ -31,11 +31,11 @@ describe('maxKeys', () => {
   it('maxKeys: 2 ** 32 works with the in-memory store, and still evicts at its bound', () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 60_000, maxKeys: 2 ** 32, clock });
-    expect(limiter.take('a')).toMatchObject({ allowed: true });
-    expect(limiter.take('a')).toMatchObject({ allowed: false });
+    expect(limiter.takeSync('a')).toMatchObject({ allowed: true });
+    expect(limiter.takeSync('a')).toMatchObject({ allowed: false });
     const store = memoryRateLimitStore({ maxKeys: 2 ** 32, clock });
     const rule = limiter.rule;
-    for (let i = 0; i < 1_000; i++) store.take(`k${i}`, 1, rule);
+    for (let i = 0; i < 1_000; i++) store.takeSync(`k${i}`, 1, rule);
     expect(store.size).toBe(1_000);
   });
 
@@ -47,7 +47,7 @@ describe('maxKeys', () => {
       maxKeys: 2 ** 32,
       clock,
       store: asyncStore(clock),
-      onStoreError: 'local',
+      storeFailure: 'local',
     });
     expect(await limiter.take('a')).toMatchObject({ allowed: true });
     expect(await limiter.take('a')).toMatchObject({ allowed: false });
@@ -57,13 +57,13 @@ describe('maxKeys', () => {
   it('memory follows the keys used, not maxKeys: 2e7 costs next to nothing until keys arrive', () => {
     const before = memoryInUse();
     const limiter = rateLimiter({ limit: 1, periodMs: 60_000, maxKeys: 2e7, clock: new FakeClock() });
-    limiter.take('a');
+    limiter.takeSync('a');
     const store = memoryRateLimitStore({ maxKeys: 2e7, clock: new FakeClock() });
-    store.take('a', 1, limiter.rule);
+    store.takeSync('a', 1, limiter.rule);
     // Preallocating 2e7 slots costs hundreds of MB; growing lazily costs a few kB here. The bound
     // is generous so that unrelated allocations in the test process never make it flaky.
     expect(memoryInUse() - before).toBeLessThan(32 * 1024 * 1024);
-    expect(limiter.take('a').allowed).toBe(false);
+    expect(limiter.takeSync('a').allowed).toBe(false);
   });
 
   it.each([0, -1, 1.5, Number.NaN, Infinity, '10'])(

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { isTimeoutError } from '../core/errors.js';
 import { pipeline } from '../core/pipeline.js';
 import { retry } from '../retry/retry.js';
-import { timeout } from '../retry/timeout.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { timeout } from '../timeout/timeout.js';
 import { isRateLimitedError, type RateLimitedError } from './errors.js';
 import { rateLimiter } from './rate-limiter.js';
 
@@ -32,7 +32,7 @@ describe('limiter.policy', () => {
     await policy.execute(() => 1);
     await policy.execute(() => 1);
     await expect(policy.execute(() => 1)).rejects.toSatisfy(isRateLimitedError);
-    expect(limiter.peek('bulk').remaining).toBe(2);
+    expect((await limiter.peek('bulk')).remaining).toBe(2);
   });
 
   it('with wait: true, waits for quota and then runs', async () => {
@@ -74,7 +74,7 @@ describe('limiter.policy', () => {
   it('composes: an outer timeout bounds the wait; retry retries a rate-limited call after retryAfterMs', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
-    limiter.take('api');
+    limiter.takeSync('api');
     const timed = pipeline(timeout(200, { clock }), limiter.policy('api', { wait: true, maxWaitMs: 5_000 }));
     // The quota comes back in 1 000 ms, after the timeout's deadline: refused at once, no sleep.
     const error = await timed.execute(() => 'x').catch((e: unknown) => e);

@@ -1,14 +1,16 @@
 import { canAbort } from '../core/abort.js';
 import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
-import { failure, type Outcome } from '../core/outcome.js';
-import { BasePolicy, isThenable, runStep, type Step } from '../core/policy.js';
-import { RateLimitedError } from './errors.js';
+import { type Admission, GatedPolicy, type PolicyOptions, Refusal, type Ticket } from '../core/gate.js';
+import { isRateLimitedError, RateLimitedError } from './errors.js';
 import type { RateLimiter } from './rate-limiter.js';
 import type { RateLimitResult } from './store.js';
 
+/** Why a rate-limit policy refused a call (the `reason` of its `onRejected` events). */
+export type RateLimitRejection = 'rate-limited';
+
 /** Options of `limiter.policy(key, options)`. */
-export interface RateLimitPolicyOptions {
+export interface RateLimitPolicyOptions extends PolicyOptions<RateLimitRejection> {
   /** Units each call takes. @default 1 */
   readonly cost?: number | undefined;
   /** Wait for quota (like `limiter.wait`) instead of failing at once. @default false */
@@ -22,7 +24,7 @@ export interface RateLimitPolicyOptions {
 }
 
 /** `limiter.policy(key)`: admission by a rate limiter before each call. */
-export class RateLimitPolicy extends BasePolicy {
+export class RateLimitPolicy extends GatedPolicy<RateLimitRejection> {
   /** Use `limiter.policy(key, options)`. */
   constructor(
     private readonly limiter: RateLimiter,
@@ -31,37 +33,29 @@ export class RateLimitPolicy extends BasePolicy {
     private readonly cost: number,
     private readonly waits: boolean,
     private readonly maxWaitMs: number | undefined,
+    options: PolicyOptions<RateLimitRejection>,
   ) {
-    super();
+    super('rate-limit');
+    this.configure(options, clock);
   }
 
-  [runStep]<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
-    if (this.waits) return this.waitThenRun(next, context);
-    let decision: RateLimitResult | Promise<RateLimitResult>;
-    try {
-      decision = this.limiter.take(this.key, this.cost);
-    } catch (error) {
-      return Promise.resolve(failure(error));
-    }
-    if (isThenable<RateLimitResult>(decision)) {
-      return decision.then((result) => this.admit(result, next, context), failure);
-    }
-    return this.admit(decision, next, context);
+  /** Takes quota (waiting for it with `wait`), or refuses with a {@link RateLimitedError}. */
+  protected override admit(context: Context): Admission<RateLimitRejection> {
+    if (this.waits) return this.waitForQuota(context);
+    return this.limiter.take(this.key, this.cost).then(this.decide);
   }
 
-  private admit<T>(result: RateLimitResult, next: Step<T>, context: Context): Promise<Outcome<T>> {
-    if (result.allowed) return next(context);
-    return Promise.resolve(
-      failure(
-        new RateLimitedError(this.key, result.retryAfterMs, {
-          limit: result.limit,
-          remaining: result.remaining,
-        }),
-      ),
-    );
-  }
+  /** Bound once: deciding on a take allocates no closure per call. */
+  private readonly decide = (result: RateLimitResult): Ticket | Refusal<RateLimitRejection> => {
+    if (result.allowed) return 0;
+    const error = new RateLimitedError(this.key, result.retryAfterMs, {
+      limit: result.limit,
+      remaining: result.remaining,
+    });
+    return new Refusal('rate-limited', error);
+  };
 
-  private async waitThenRun<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
+  private async waitForQuota(context: Context): Promise<Ticket | Refusal<RateLimitRejection>> {
     let maxWaitMs = this.maxWaitMs;
     if (context.deadline !== undefined) {
       const left = Math.max(0, context.deadline - this.clock.now());
@@ -75,8 +69,9 @@ export class RateLimitPolicy extends BasePolicy {
         ...(maxWaitMs === undefined ? {} : { maxWaitMs }),
       });
     } catch (error) {
-      return failure(error);
+      if (isRateLimitedError(error)) return new Refusal('rate-limited', error);
+      throw error;
     }
-    return next(context);
+    return 0;
   }
 }

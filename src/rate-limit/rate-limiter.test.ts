@@ -3,9 +3,9 @@ import { classify } from '../core/classify.js';
 import { isStoreUnavailableError, StoreUnavailableError } from '../core/errors.js';
 import { setListenerErrorHandler } from '../core/events.js';
 import { toHttpStatus } from '../core/http-status.js';
-import { memoryRateLimitStore } from '../stores/memory/rate-limit.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { isRateLimitedError, RateLimitedError } from './errors.js';
+import { memoryRateLimitStore } from './memory-store.js';
 import { rateLimiter } from './rate-limiter.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
 
@@ -14,7 +14,6 @@ import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js'
  * that makes it fail like a remote store does (no Redis involved; Redis runs for real in test/).
  */
 class AsyncStore implements RateLimitStore {
-  readonly synchronous = false;
   readonly inner: ReturnType<typeof memoryRateLimitStore>;
   calls = 0;
   failing: Error | undefined;
@@ -24,17 +23,16 @@ class AsyncStore implements RateLimitStore {
   take(key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> {
     this.calls++;
     if (this.failing !== undefined) return Promise.reject(this.failing);
-    return Promise.resolve(this.inner.take(key, cost, rule));
+    return this.inner.take(key, cost, rule);
   }
   peek(key: string, rule: RateLimitRule): Promise<RateLimitResult> {
     this.calls++;
     if (this.failing !== undefined) return Promise.reject(this.failing);
-    return Promise.resolve(this.inner.peek(key, rule));
+    return this.inner.peek(key, rule);
   }
   reset(key: string, rule: RateLimitRule): Promise<void> {
     if (this.failing !== undefined) return Promise.reject(this.failing);
-    this.inner.reset(key, rule);
-    return Promise.resolve();
+    return this.inner.reset(key, rule);
   }
 }
 
@@ -74,7 +72,7 @@ describe('rateLimiter options', () => {
     [{ ...base, maxKeys: Number.NaN }, /"maxKeys".*NaN/],
     [{ ...base, instances: 0 }, /"instances".*0/],
     [{ ...base, instances: 1.5 }, /"instances".*1.5/],
-    [{ ...base, onStoreError: 'retry' }, /"onStoreError" to be one of "fail-open", "fail-closed", "local"/],
+    [{ ...base, storeFailure: 'retry' }, /"storeFailure" to be one of "fail-open", "fail-closed", "local"/],
     [{ ...base, clock: { now: () => 0 } }, /"clock"/],
     [{ ...base, store: {} }, /"store" to be a RateLimitStore/],
     [{ ...base, store: null }, /"store"/],
@@ -102,14 +100,14 @@ describe('rateLimiter options', () => {
   });
 });
 
-describe('take (in-memory store)', () => {
-  it('answers synchronously with a plain result', () => {
+describe('take and takeSync (in-memory store)', () => {
+  it('takeSync answers synchronously with a plain result', () => {
     const limiter = rateLimiter({ limit: 2, periodMs: 1_000, clock: new FakeClock() });
-    const result = limiter.take('k');
+    const result = limiter.takeSync('k');
     expect(result).not.toBeInstanceOf(Promise);
     expect(result).toEqual({ allowed: true, remaining: 1, retryAfterMs: 0, resetMs: 500, limit: 2 });
-    limiter.take('k');
-    expect(limiter.take('k')).toEqual({
+    limiter.takeSync('k');
+    expect(limiter.takeSync('k')).toEqual({
       allowed: false,
       remaining: 0,
       retryAfterMs: 500,
@@ -121,29 +119,30 @@ describe('take (in-memory store)', () => {
   it('a global limiter is one fixed key', async () => {
     const clock = new FakeClock();
     const global = rateLimiter({ limit: 3, periodMs: 1_000, clock });
-    const admitted = Array.from({ length: 10 }, () => global.take('global').allowed).filter(Boolean);
+    const admitted = Array.from({ length: 10 }, () => global.takeSync('global').allowed).filter(Boolean);
     expect(admitted).toHaveLength(3);
     await clock.advance(333);
-    expect(global.take('global').allowed).toBe(false);
+    expect((await global.take('global')).allowed).toBe(false);
     await clock.advance(1);
-    expect(global.take('global').allowed).toBe(true);
+    expect(global.takeSync('global').allowed).toBe(true);
   });
 
-  it('a cost above 1 is taken at once; a cost equal to burst is allowed on a full key', () => {
+  it('a cost above 1 is taken at once; a cost equal to burst is allowed on a full key', async () => {
     const limiter = rateLimiter({ limit: 10, periodMs: 1_000, clock: new FakeClock() });
-    expect(limiter.take('k', 10)).toMatchObject({ allowed: true, remaining: 0 });
-    expect(limiter.take('k', 3)).toMatchObject({ allowed: false, retryAfterMs: 300 });
+    expect(await limiter.take('k', 10)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(limiter.takeSync('k', 3)).toMatchObject({ allowed: false, retryAfterMs: 300 });
   });
 
   it.each([
     ['', /"key" to be a non-empty string, got ""/],
     [undefined, /"key".*undefined/],
     [42, /"key".*42/],
-  ])('rejects key %o with a TypeError', (key, message) => {
+  ])('rejects key %o with a TypeError', async (key, message) => {
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000 });
-    expect(() => limiter.take(key as never)).toThrow(message);
-    expect(() => limiter.peek(key as never)).toThrow(message);
-    expect(() => limiter.reset(key as never)).toThrow(message);
+    expect(() => limiter.takeSync(key as never)).toThrow(message);
+    await expect(limiter.take(key as never)).rejects.toThrow(message);
+    await expect(limiter.peek(key as never)).rejects.toThrow(message);
+    await expect(limiter.reset(key as never)).rejects.toThrow(message);
     expect(() => limiter.policy(key as never)).toThrow(message);
   });
 
@@ -156,7 +155,8 @@ describe('take (in-memory store)', () => {
     [11, /"cost" to be at most "burst" \(10\): a larger cost could never be allowed, got 11/],
   ])('rejects cost %o with a TypeError, never an eternal wait', async (cost, message) => {
     const limiter = rateLimiter({ limit: 10, periodMs: 1_000 });
-    expect(() => limiter.take('k', cost as never)).toThrow(message);
+    expect(() => limiter.takeSync('k', cost as never)).toThrow(message);
+    await expect(limiter.take('k', cost as never)).rejects.toThrow(message);
     await expect(limiter.wait('k', { cost: cost as never })).rejects.toThrow(message);
     expect(() => limiter.policy('k', { cost: cost as never })).toThrow(message);
   });
@@ -170,41 +170,42 @@ describe('take (in-memory store)', () => {
       throw new Error('listener bug');
     });
     try {
-      limiter.take('k');
-      expect(limiter.take('k').allowed).toBe(false);
+      limiter.takeSync('k');
+      expect(limiter.takeSync('k').allowed).toBe(false);
       expect(events).toEqual([{ key: 'k', cost: 1, retryAfterMs: 1_000, remaining: 0 }]);
       dispose();
-      limiter.take('k');
+      limiter.takeSync('k');
       expect(events).toHaveLength(1);
     } finally {
       setListenerErrorHandler(previous);
     }
   });
 
-  it('peek reports without taking; reset restores full capacity', () => {
+  it('peek reports without taking; reset restores full capacity', async () => {
     const limiter = rateLimiter({ limit: 4, periodMs: 1_000, clock: new FakeClock() });
-    limiter.take('k', 3);
-    expect(limiter.peek('k')).toMatchObject({ allowed: true, remaining: 1 });
-    expect(limiter.peek('k')).toMatchObject({ remaining: 1 });
-    limiter.reset('k');
-    expect(limiter.take('k', 4).allowed).toBe(true);
+    limiter.takeSync('k', 3);
+    expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await limiter.peek('k')).toMatchObject({ remaining: 1 });
+    await limiter.reset('k');
+    expect(limiter.takeSync('k', 4).allowed).toBe(true);
   });
 
   it('per-key state is bounded by maxKeys; an evicted key restarts at full capacity', () => {
     const limiter = rateLimiter({ limit: 1, periodMs: 60_000, maxKeys: 2, clock: new FakeClock() });
-    limiter.take('a');
-    limiter.take('b');
-    limiter.take('c'); // evicts a
-    expect(limiter.take('b').allowed).toBe(false);
-    expect(limiter.take('a').allowed).toBe(true);
+    limiter.takeSync('a');
+    limiter.takeSync('b');
+    limiter.takeSync('c'); // evicts a
+    expect(limiter.takeSync('b').allowed).toBe(false);
+    expect(limiter.takeSync('a').allowed).toBe(true);
   });
 
-  it('starts no timer and no AbortController on take', () => {
+  it('starts no timer and no AbortController on take or takeSync', async () => {
     const clock = new FakeClock();
     const spy = vi.spyOn(globalThis, 'AbortController');
     try {
       const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
-      for (let i = 0; i < 100; i++) limiter.take(`k${i % 7}`);
+      for (let i = 0; i < 100; i++) limiter.takeSync(`k${i % 7}`);
+      for (let i = 0; i < 100; i++) await limiter.take(`k${i % 7}`);
       expect(clock.pendingTimers).toBe(0);
       expect(spy).not.toHaveBeenCalled();
     } finally {
@@ -288,7 +289,7 @@ describe('take with an asynchronous store', () => {
   });
 
   it('fail-open: admits with fallback "fail-open" while the store fails', async () => {
-    const { store, limiter } = setup({ onStoreError: 'fail-open' });
+    const { store, limiter } = setup({ storeFailure: 'fail-open' });
     const modes: string[] = [];
     limiter.onStoreError((e) => modes.push(e.mode));
     store.failing = new Error('down');
@@ -311,7 +312,7 @@ describe('take with an asynchronous store', () => {
     const { clock, store, limiter } = setup({
       limit: 10,
       periodMs: 1_000,
-      onStoreError: 'local',
+      storeFailure: 'local',
       instances: 2,
     });
     // While the store works this process takes 4 units of key k: the local share (5) remembers them.
@@ -333,7 +334,7 @@ describe('take with an asynchronous store', () => {
   });
 
   it('local: a cost above the local share is refused while the store is down, not waited on forever', async () => {
-    const { store, limiter } = setup({ limit: 10, periodMs: 1_000, onStoreError: 'local', instances: 4 });
+    const { store, limiter } = setup({ limit: 10, periodMs: 1_000, storeFailure: 'local', instances: 4 });
     store.failing = new Error('down');
     expect(await limiter.take('k', 3)).toMatchObject({
       allowed: false,
@@ -348,7 +349,7 @@ describe('take with an asynchronous store', () => {
       algorithm: 'sliding-window',
       limit: 9,
       periodMs: 1_000,
-      onStoreError: 'local',
+      storeFailure: 'local',
       instances: 4,
     });
     store.failing = new Error('down');
@@ -370,7 +371,7 @@ describe('take with an asynchronous store', () => {
         throw new Error('sync boom');
       },
     };
-    const limiter = rateLimiter({ limit: 1, periodMs: 1_000, store, clock, onStoreError: 'fail-open' });
+    const limiter = rateLimiter({ limit: 1, periodMs: 1_000, store, clock, storeFailure: 'fail-open' });
     expect(await limiter.take('k')).toMatchObject({ allowed: true, fallback: 'fail-open' });
     expect(await limiter.peek('k')).toMatchObject({ allowed: true, fallback: 'fail-open' });
     await expect(limiter.reset('k')).rejects.toSatisfy(isStoreUnavailableError);
@@ -394,14 +395,15 @@ describe('RateLimitedError', () => {
 });
 
 describe('types', () => {
-  it('take is synchronous with the in-memory store and a promise with an asynchronous one', () => {
-    const sync = rateLimiter({ limit: 1, periodMs: 1_000 });
-    expectTypeOf(sync.take('k')).toEqualTypeOf<RateLimitResult>();
-    expectTypeOf(sync.reset('k')).toEqualTypeOf<undefined>();
+  it('take is a promise with the in-memory store and with an asynchronous one; takeSync a plain result', () => {
+    const memory = rateLimiter({ limit: 1, periodMs: 1_000 });
+    expectTypeOf(memory.take).returns.toEqualTypeOf<Promise<RateLimitResult>>();
+    expectTypeOf(memory.takeSync).returns.toEqualTypeOf<RateLimitResult>();
+    expectTypeOf(memory.reset).returns.toEqualTypeOf<Promise<void>>();
     const store = new AsyncStore(new FakeClock());
     const remote = rateLimiter({ limit: 1, periodMs: 1_000, store });
-    expectTypeOf(remote.take('k')).toEqualTypeOf<Promise<RateLimitResult>>();
-    expectTypeOf(remote.reset('k')).toEqualTypeOf<Promise<void>>();
-    expectTypeOf(remote.wait('k')).toEqualTypeOf<Promise<RateLimitResult>>();
+    expectTypeOf(remote.take).returns.toEqualTypeOf<Promise<RateLimitResult>>();
+    expectTypeOf(remote.reset).returns.toEqualTypeOf<Promise<void>>();
+    expectTypeOf(remote.wait).returns.toEqualTypeOf<Promise<RateLimitResult>>();
   });
 });

@@ -1,32 +1,20 @@
-import { type Clock, systemClock } from '../core/clock.js';
-import { isStoreUnavailableError, StoreUnavailableError } from '../core/errors.js';
+import type { Clock } from '../core/clock.js';
+import type { StoreUnavailableError } from '../core/errors.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
-import { isThenable, type Policy } from '../core/policy.js';
-import {
-  isClock,
-  nonNegative,
-  oneOf,
-  optionKeys,
-  optionsObject,
-  positiveInteger,
-  show,
-  storeKey,
-} from '../core/validate.js';
-import { MemoryRateLimitStore } from '../stores/memory/rate-limit.js';
-import { BlockedKeys } from './blocked-keys.js';
+import { policyOptionKeys } from '../core/gate.js';
+import type { Policy } from '../core/policy.js';
+import { nonNegative, optionKeys, optionsObject, show, storeKey } from '../core/validate.js';
+import { type Decider, MemoryDecider } from './decider.js';
+import { MemoryRateLimitStore } from './memory-store.js';
+import { readRateLimiterOptions } from './options.js';
 import { RateLimitPolicy, type RateLimitPolicyOptions } from './rate-limit-policy.js';
-import { localRuleOf, type RateLimitRuleOptions, ruleOf } from './rule.js';
-import {
-  isSynchronousStore,
-  type RateLimitResult,
-  type RateLimitRule,
-  type RateLimitStore,
-  type SyncRateLimitStore,
-} from './store.js';
+import { RemoteDecider } from './remote-decider.js';
+import { localRuleOf, type RateLimitRuleOptions, ruleFrom } from './rule.js';
+import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
 import { WaitQueue } from './wait-queue.js';
 
-/** What a limiter does when its store fails or misses its deadline. */
-export type StoreErrorMode = 'fail-open' | 'fail-closed' | 'local';
+/** What a limiter does when its store fails or misses its deadline (the `storeFailure` option). */
+export type StoreFailureMode = 'fail-open' | 'fail-closed' | 'local';
 
 /** Options of {@link rateLimiter}. */
 export interface RateLimiterOptions extends RateLimitRuleOptions {
@@ -59,24 +47,10 @@ export interface RateLimiterOptions extends RateLimitRuleOptions {
    * Irrelevant for the in-memory store, which cannot fail.
    * @default 'fail-closed'
    */
-  readonly onStoreError?: StoreErrorMode | undefined;
+  readonly storeFailure?: StoreFailureMode | undefined;
   /** How many processes share the limit: the `local` fallback admits `1 / instances` of it. @default 1 */
   readonly instances?: number | undefined;
 }
-
-const rateLimiterOptionKeys = optionKeys<RateLimiterOptions>({
-  algorithm: true,
-  limit: true,
-  periodMs: true,
-  burst: true,
-  buckets: true,
-  name: true,
-  store: true,
-  maxKeys: true,
-  clock: true,
-  onStoreError: true,
-  instances: true,
-});
 
 /** Options of {@link RateLimiter.wait}. */
 export interface RateLimitWaitOptions {
@@ -97,7 +71,12 @@ export interface RateLimitWaitOptions {
 }
 
 const waitOptionKeys = optionKeys<RateLimitWaitOptions>({ cost: true, signal: true, maxWaitMs: true });
-const policyOptionKeys = optionKeys<RateLimitPolicyOptions>({ cost: true, wait: true, maxWaitMs: true });
+const rateLimitPolicyOptionKeys = optionKeys<RateLimitPolicyOptions>({
+  cost: true,
+  wait: true,
+  maxWaitMs: true,
+  ...policyOptionKeys,
+});
 
 /** Emitted when a take is refused (including refusals answered from the blocked-key memory). */
 export interface RateLimitRejectedEvent {
@@ -107,37 +86,29 @@ export interface RateLimitRejectedEvent {
   readonly remaining: number;
 }
 
-/** Emitted for every store failure, before `onStoreError` mode applies. */
+/** Emitted for every store failure, before the `storeFailure` mode applies. */
 export interface RateLimitStoreErrorEvent {
   readonly key: string;
   /** The failure, as a `StoreUnavailableError` whose `cause` is the store's own error. */
   readonly error: StoreUnavailableError;
   /** What the limiter did about it. */
-  readonly mode: StoreErrorMode;
+  readonly mode: StoreFailureMode;
 }
 
-const modes: readonly StoreErrorMode[] = ['fail-open', 'fail-closed', 'local'];
-
-/** What `reset` returns: nothing with a synchronous store, a promise with a remote one. */
-export type ResetReturn<R> = R extends Promise<RateLimitResult> ? Promise<void> : undefined;
-
 /**
- * A rate limiter. `R` is what {@link RateLimiter.take} returns: a plain result with a synchronous
- * store (the default in-memory one), a promise with a remote store.
+ * A rate limiter: `limit` units per `periodMs` per key, decided by its store. `take`, `peek`,
+ * `reset` and `wait` answer with promises whatever the store; `takeSync` is the in-memory store's
+ * synchronous fast path.
  */
-export class RateLimiter<
-  R extends RateLimitResult | Promise<RateLimitResult> = RateLimitResult | Promise<RateLimitResult>,
-> {
+export class RateLimiter {
   /** The validated rule. */
   readonly rule: RateLimitRule;
   /** The store deciding. */
   readonly store: RateLimitStore;
-  private readonly sync: boolean;
   private readonly clock: Clock;
-  private readonly mode: StoreErrorMode;
-  private readonly blocked: BlockedKeys | undefined;
-  private readonly local: MemoryRateLimitStore | undefined;
-  private readonly localRule: RateLimitRule;
+  private readonly decider: Decider;
+  /** The decider when the store is the in-memory one: what `takeSync` runs on. */
+  private readonly memory: MemoryDecider | undefined;
   private readonly defaultMaxWaitMs: number;
   private readonly rejected = new Listeners<RateLimitRejectedEvent>();
   private readonly storeErrors = new Listeners<RateLimitStoreErrorEvent>();
@@ -145,95 +116,91 @@ export class RateLimiter<
 
   /** Use {@link rateLimiter}. */
   constructor(options: RateLimiterOptions) {
-    const o = optionsObject('rateLimiter options', options, rateLimiterOptionKeys);
-    this.rule = ruleOf(o as RateLimiterOptions);
-    const maxKeys = positiveInteger('maxKeys', o.maxKeys ?? 10_000);
-    this.clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
-    this.mode = oneOf<StoreErrorMode>('onStoreError', o.onStoreError ?? 'fail-closed', modes);
-    const instances = positiveInteger('instances', o.instances ?? 1);
-    if (o.store === undefined) {
-      this.store = new MemoryRateLimitStore({ maxKeys, clock: this.clock });
+    const o = readRateLimiterOptions(options);
+    this.rule = ruleFrom(o);
+    const { maxKeys, instances, storeFailure: mode } = o;
+    this.clock = o.clock;
+    this.store = o.store ?? new MemoryRateLimitStore({ maxKeys, clock: this.clock });
+    if (this.store instanceof MemoryRateLimitStore) {
+      this.memory = new MemoryDecider(this.store, this.rule, this.rejected);
+      this.decider = this.memory;
     } else {
-      const store = o.store as Partial<RateLimitStore> | null;
-      if (
-        store === null ||
-        typeof store !== 'object' ||
-        typeof store.take !== 'function' ||
-        typeof store.peek !== 'function' ||
-        typeof store.reset !== 'function'
-      ) {
-        throw new TypeError(
-          `expected "store" to be a RateLimitStore (take, peek, reset), got ${show(o.store)}`,
-        );
-      }
-      this.store = o.store;
+      this.memory = undefined;
+      this.decider = new RemoteDecider({
+        store: this.store,
+        rule: this.rule,
+        localRule: localRuleOf(this.rule, instances),
+        mode,
+        maxKeys,
+        clock: this.clock,
+        rejected: this.rejected,
+        storeErrors: this.storeErrors,
+      });
     }
-    this.sync = isSynchronousStore(this.store);
-    this.blocked = this.sync ? undefined : new BlockedKeys(maxKeys, this.clock);
-    this.localRule = localRuleOf(this.rule, instances);
-    this.local =
-      !this.sync && this.mode === 'local'
-        ? new MemoryRateLimitStore({ maxKeys, clock: this.clock })
-        : undefined;
     const { limit, periodMs, burst, buckets, algorithm } = this.rule;
     this.defaultMaxWaitMs =
       algorithm === 'sliding-window' ? periodMs + periodMs / buckets : (burst * periodMs) / limit;
   }
 
   /**
-   * Takes `cost` units from `key` if they are available now, and says so: a refusal is a result
-   * (`allowed: false` with `retryAfterMs`), not an error. Synchronous with a synchronous store (the
-   * default in-memory one); with a remote store it returns a promise, answers a key it just saw
-   * refused from local memory without a round trip, and applies `onStoreError` when the store fails.
+   * Takes `cost` units from `key` if they are available now, and resolves with the decision: a
+   * refusal is a result (`allowed: false` with `retryAfterMs`), not an error. A promise whatever the
+   * store, so code written against the in-memory store keeps working on Redis. With the in-memory
+   * store the promise is already settled (no round trip); with a remote store a key it just saw
+   * refused is answered from local memory without a round trip, and a store failure follows
+   * `storeFailure`.
    *
-   * Throws (or, with a remote store, rejects with) a `TypeError` for an empty or non-string `key`, a
-   * key that is not well-formed UTF-16 (a lone surrogate: refused on every store alike), or
-   * a `cost` that is not a positive integer or exceeds `burst` (it could never be allowed).
+   * Rejects (never throws) with a `TypeError` for an empty or non-string `key`, a key that is not
+   * well-formed UTF-16 (a lone surrogate: refused on every store alike), or a `cost` that is not a
+   * positive integer or exceeds `burst` (it could never be allowed).
    *
    * @example
-   * const { allowed, retryAfterMs } = limiter.take(`user:${id}`);
+   * const { allowed, retryAfterMs } = await limiter.take(`user:${id}`);
    * if (!allowed) return reply.code(429).header('retry-after', Math.ceil(retryAfterMs / 1000)).send();
    */
-  take(key: string, cost = 1): R {
-    if (this.sync) {
-      storeKey('key', key);
-      if (cost !== 1) this.checkCost(cost);
-      const result = (this.store as SyncRateLimitStore).take(key, cost, this.rule);
-      if (!result.allowed && this.rejected.active) this.emitRejected(key, cost, result);
-      return result as R;
-    }
+  take(key: string, cost = 1): Promise<RateLimitResult> {
     try {
       storeKey('key', key);
       if (cost !== 1) this.checkCost(cost);
     } catch (error) {
-      return Promise.reject(error) as R;
+      return Promise.reject(error);
     }
-    return this.takeRemote(key, cost) as R;
+    return this.decider.take(key, cost);
+  }
+
+  /**
+   * {@link RateLimiter.take} without the promise, for hot paths on the in-memory store (the
+   * default): the same decision, returned synchronously. Throws a `TypeError` for a bad `key` or
+   * `cost` (as `take` rejects), and on any other store: a remote store cannot answer synchronously,
+   * so use `await limiter.take()` there.
+   *
+   * @example
+   * const { allowed } = limiter.takeSync(`ip:${ip}`);
+   */
+  takeSync(key: string, cost = 1): RateLimitResult {
+    const memory = this.memory;
+    if (memory === undefined) {
+      throw new TypeError(
+        'takeSync needs the in-memory store: this limiter has another store, which cannot answer ' +
+          'synchronously; use await limiter.take(key, cost)',
+      );
+    }
+    storeKey('key', key);
+    if (cost !== 1) this.checkCost(cost);
+    return memory.takeSync(key, cost);
   }
 
   /**
    * The state of `key` now, taking nothing: `remaining`, `resetMs` and `limit` (`allowed` is true).
-   * Store failures follow `onStoreError` like `take`.
+   * Store failures follow `storeFailure` like `take`; a bad `key` rejects with a `TypeError`.
    */
-  peek(key: string): R {
-    if (this.sync) {
-      storeKey('key', key);
-      return (this.store as SyncRateLimitStore).peek(key, this.rule) as R;
-    }
+  peek(key: string): Promise<RateLimitResult> {
     try {
       storeKey('key', key);
     } catch (error) {
-      return Promise.reject(error) as R;
+      return Promise.reject(error);
     }
-    let pending: RateLimitResult | Promise<RateLimitResult>;
-    try {
-      pending = this.store.peek(key, this.rule);
-    } catch (error) {
-      return Promise.resolve().then(() => this.storeFailed(key, 0, error, true)) as R;
-    }
-    return Promise.resolve(pending).then(undefined, (error: unknown) =>
-      this.storeFailed(key, 0, error, true),
-    ) as R;
+    return this.decider.peek(key);
   }
 
   /**
@@ -267,7 +234,13 @@ export class RateLimiter<
     } catch (error) {
       return Promise.reject(error);
     }
-    this.waiters ??= new WaitQueue((k, c) => this.take(k, c), this.clock, this.rule);
+    // On the in-memory store the queue's head decides synchronously, as it always did.
+    const memory = this.memory;
+    this.waiters ??= new WaitQueue(
+      memory === undefined ? (k, c) => this.decider.take(k, c) : (k, c) => memory.takeSync(k, c),
+      this.clock,
+      this.rule,
+    );
     return this.waiters.wait(key, cost, maxWaitMs, signal);
   }
 
@@ -281,45 +254,30 @@ export class RateLimiter<
    * @example
    * const partner = pipeline(timeout(2_000), limiter.policy('partner-api', { wait: true }), retry());
    */
-  policy(key: string, options?: RateLimitPolicyOptions): Policy {
+  policy(key: string, options?: RateLimitPolicyOptions): RateLimitPolicy {
     storeKey('key', key);
-    const o = optionsObject('policy options', options, policyOptionKeys);
+    const o = optionsObject('policy options', options, rateLimitPolicyOptionKeys);
     const cost = o.cost ?? 1;
     if (cost !== 1) this.checkCost(cost);
     const maxWaitMs = o.maxWaitMs === undefined ? undefined : nonNegative('maxWaitMs', o.maxWaitMs, true);
     if (o.wait !== undefined && typeof o.wait !== 'boolean') {
       throw new TypeError(`expected "wait" to be a boolean, got ${show(o.wait)}`);
     }
-    return new RateLimitPolicy(this as RateLimiter, this.clock, key, cost, o.wait === true, maxWaitMs);
+    return new RateLimitPolicy(this, this.clock, key, cost, o.wait === true, maxWaitMs, o);
   }
 
   /**
-   * Forgets `key` in the store (it restarts at full capacity) and in local memory. Rejects (or
-   * throws) with a `StoreUnavailableError` when the store fails; `onStoreError` does not apply.
+   * Forgets `key` in the store (it restarts at full capacity) and in local memory. Rejects with a
+   * `StoreUnavailableError` when the store fails (`storeFailure` does not apply), and with a
+   * `TypeError` for a bad `key`.
    */
-  reset(key: string): ResetReturn<R> {
-    type Out = ResetReturn<R>;
-    if (this.sync) {
-      storeKey('key', key);
-      (this.store as SyncRateLimitStore).reset(key, this.rule);
-      return undefined as Out;
-    }
+  reset(key: string): Promise<void> {
     try {
       storeKey('key', key);
     } catch (error) {
-      return Promise.reject(error) as Out;
+      return Promise.reject(error);
     }
-    this.blocked?.forget(key);
-    this.local?.reset(key, this.localRule);
-    let pending: void | Promise<void>;
-    try {
-      pending = this.store.reset(key, this.rule);
-    } catch (error) {
-      return Promise.reject(asStoreError(error)) as Out;
-    }
-    return Promise.resolve(pending).then(undefined, (error: unknown) => {
-      throw asStoreError(error);
-    }) as Out;
+    return this.decider.reset(key);
   }
 
   /** Subscribes to refusals; returns a disposer. */
@@ -330,81 +288,6 @@ export class RateLimiter<
   /** Subscribes to store failures; returns a disposer. */
   onStoreError(listener: Listener<RateLimitStoreErrorEvent>): Disposer {
     return this.storeErrors.add(listener);
-  }
-
-  private takeRemote(key: string, cost: number): Promise<RateLimitResult> {
-    const blocked = this.blocked!.check(key, cost, this.rule.burst);
-    if (blocked !== undefined) {
-      if (this.rejected.active) this.emitRejected(key, cost, blocked);
-      return Promise.resolve(blocked);
-    }
-    let pending: RateLimitResult | Promise<RateLimitResult>;
-    try {
-      pending = this.store.take(key, cost, this.rule);
-    } catch (error) {
-      return Promise.resolve().then(() => this.storeFailed(key, cost, error, false));
-    }
-    if (!isThenable<RateLimitResult>(pending)) return Promise.resolve(this.decided(key, cost, pending));
-    return pending.then(
-      (result) => this.decided(key, cost, result),
-      (error: unknown) => this.storeFailed(key, cost, error, false),
-    );
-  }
-
-  /** The store decided: remember refusals, keep the local fallback warm. */
-  private decided(key: string, cost: number, result: RateLimitResult): RateLimitResult {
-    if (!result.allowed) {
-      this.blocked!.remember(key, cost, result);
-      if (this.rejected.active) this.emitRejected(key, cost, result);
-    } else if (this.local !== undefined && cost <= this.localRule.burst) {
-      this.local.take(key, cost, this.localRule);
-    }
-    return result;
-  }
-
-  /** The store failed: report it, then apply the mode. */
-  private storeFailed(key: string, cost: number, cause: unknown, peek: boolean): RateLimitResult {
-    const error = asStoreError(cause);
-    if (this.storeErrors.active) this.storeErrors.emit({ key, error, mode: this.mode });
-    const burst = this.rule.burst;
-    switch (this.mode) {
-      case 'fail-closed':
-        throw error;
-      case 'fail-open':
-        return {
-          allowed: true,
-          remaining: burst,
-          retryAfterMs: 0,
-          resetMs: 0,
-          limit: burst,
-          fallback: 'fail-open',
-        };
-      case 'local': {
-        const local = this.local!;
-        const rule = this.localRule;
-        let result: RateLimitResult;
-        if (peek) result = local.peek(key, rule);
-        else if (cost <= rule.burst) result = local.take(key, cost, rule);
-        else {
-          // More than the local share can ever admit at once: refused until the store is back.
-          const state = local.peek(key, rule);
-          result = { ...state, allowed: false, retryAfterMs: Math.ceil(rule.periodMs) };
-        }
-        if (!result.allowed && this.rejected.active) this.emitRejected(key, cost, result);
-        return {
-          allowed: result.allowed,
-          remaining: result.remaining,
-          retryAfterMs: result.retryAfterMs,
-          resetMs: result.resetMs,
-          limit: result.limit,
-          fallback: 'local',
-        };
-      }
-    }
-  }
-
-  private emitRejected(key: string, cost: number, result: RateLimitResult): void {
-    this.rejected.emit({ key, cost, retryAfterMs: result.retryAfterMs, remaining: result.remaining });
   }
 
   private checkCost(cost: number): void {
@@ -419,44 +302,33 @@ export class RateLimiter<
   }
 }
 
-function asStoreError(error: unknown): StoreUnavailableError {
-  return isStoreUnavailableError(error)
-    ? error
-    : new StoreUnavailableError(
-        `rate-limit store failed: ${error instanceof Error ? error.message : String(error)}`,
-        error,
-      );
-}
-
 /**
  * Creates a rate limiter: `limit` units per `periodMs` on average per key, at most `burst` at once.
  * One option shape for every algorithm (`gcra` by default; `token-bucket` decides the same;
  * `sliding-window` is a strict quota per window). A global limit is one fixed key.
  *
- * With no `store` the limiter keeps state in memory (bounded by `maxKeys`, LRU, no timer per key)
- * and `take()` answers synchronously. With `redisStores(client).rateLimit` every process shares the
- * limit, `take()` returns a promise, and `onStoreError` decides what a Redis failure means.
+ * With no `store` the limiter keeps state in memory (bounded by `maxKeys`, LRU, no timer per key),
+ * and `takeSync()` gives its decisions without a promise. With `redisStores(client).rateLimit` every
+ * process shares the limit and `storeFailure` decides what a Redis failure means. `take()` returns
+ * a promise either way.
  *
  * Throws a `TypeError` naming the option for: `limit`/`burst` not positive integers, `periodMs` not a
  * positive finite number, `burst` × `periodMs` above 2^53 − 1, `burst` ≠ `limit` or `buckets` outside 1–1000
- * for `sliding-window`, `buckets` for another algorithm, an unknown `algorithm` or `onStoreError`, a
- * bad `name`, `maxKeys`, `instances`, `clock` or `store`.
+ * for `sliding-window`, `buckets` for another algorithm, an unknown `algorithm` or `storeFailure`, a
+ * bad `name`, `maxKeys`, `instances`, `clock` or `store`, an unknown option.
  *
  * @example
  * const perUser = rateLimiter({ limit: 100, periodMs: 60_000, burst: 20 });
- * const r = perUser.take(userId);          // { allowed, remaining, retryAfterMs, resetMs, limit }
+ * const r = await perUser.take(userId);    // { allowed, remaining, retryAfterMs, resetMs, limit }
+ * const fast = perUser.takeSync(userId);   // the same, without a promise (in-memory store only)
  *
  * const shared = rateLimiter({
  *   limit: 1_000, periodMs: 60_000,
  *   store: redisStores(redis).rateLimit,
- *   onStoreError: 'local', instances: 4,
+ *   storeFailure: 'local', instances: 4,
  * });
  * const decision = await shared.take(`tenant:${tenantId}`);
  */
-export function rateLimiter(
-  options: RateLimiterOptions & { readonly store?: SyncRateLimitStore | undefined },
-): RateLimiter<RateLimitResult>;
-export function rateLimiter(options: RateLimiterOptions): RateLimiter<Promise<RateLimitResult>>;
 export function rateLimiter(options: RateLimiterOptions): RateLimiter {
   return new RateLimiter(options);
 }

@@ -1,8 +1,19 @@
 /**
- * Validation of a limiter's rule options into a {@link RateLimitRule}, and the rule of the local
- * fallback used while a shared store is down.
+ * A limiter's rule options (declared for `readOptions`) made into a {@link RateLimitRule}, and the
+ * rule of the local fallback used while a shared store is down.
  */
-import { oneOf, positive, positiveInteger, show } from '../core/validate.js';
+import {
+  oneOf,
+  optional,
+  positiveInt,
+  positiveNumber,
+  type ReadOptions,
+  readOptions,
+  required,
+  type Schema,
+  withDefault,
+} from '../core/read-options.js';
+import { show } from '../core/validate.js';
 import type { RateLimitAlgorithm, RateLimitRule } from './store.js';
 
 /** The rule options of `rateLimiter()`. */
@@ -35,11 +46,38 @@ export interface RateLimitRuleOptions {
 
 const algorithms: readonly RateLimitAlgorithm[] = ['token-bucket', 'gcra', 'sliding-window'];
 const namePattern = /^[A-Za-z0-9_.:-]{1,64}$/;
-/** Validates rule options; throws a `TypeError` naming the first bad option. */
+
+/** A limiter name: 1–64 characters from `A–Z a–z 0–9 _ . : -`. */
+function limiterName(name: string, value: unknown): string {
+  if (typeof value !== 'string' || !namePattern.test(value)) {
+    throw new TypeError(
+      `expected "${name}" to be 1–64 characters from A–Z a–z 0–9 _ . : -, got ${show(value)}`,
+    );
+  }
+  return value;
+}
+
+/** The declared rule options, for the limiter's schema to spread. */
+export const ruleSchema = {
+  algorithm: withDefault<RateLimitAlgorithm>('gcra', oneOf(algorithms)),
+  limit: required(positiveInt),
+  periodMs: required(positiveNumber),
+  burst: optional(positiveInt),
+  buckets: optional(positiveInt),
+  name: withDefault('default', limiterName),
+} satisfies Schema<RateLimitRuleOptions>;
+
+/** Reads rule options into a {@link RateLimitRule}; throws a `TypeError` naming the first bad option. */
 export function ruleOf(options: RateLimitRuleOptions): RateLimitRule {
-  const algorithm = oneOf<RateLimitAlgorithm>('algorithm', options.algorithm ?? 'gcra', algorithms);
-  const limit = positiveInteger('limit', options.limit);
-  const periodMs = positive('periodMs', options.periodMs);
+  return ruleFrom(readOptions('rule options', options, ruleSchema));
+}
+
+/**
+ * Builds the rule from options already read against {@link ruleSchema} (other keys are ignored),
+ * checking the rules between them; throws a `TypeError` naming the option that breaks one.
+ */
+export function ruleFrom(options: ReadOptions<typeof ruleSchema>): RateLimitRule {
+  const { algorithm, limit, periodMs, name } = options;
   let burst: number;
   let buckets = 1;
   if (algorithm === 'sliding-window') {
@@ -49,11 +87,11 @@ export function ruleOf(options: RateLimitRuleOptions): RateLimitRule {
       );
     }
     burst = limit;
-    buckets = positiveInteger('buckets', options.buckets ?? 10);
+    buckets = options.buckets ?? 10;
     if (buckets > 1000)
       throw new TypeError(`expected "buckets" to be an integer from 1 to 1000, got ${buckets}`);
   } else {
-    burst = positiveInteger('burst', options.burst ?? limit);
+    burst = options.burst ?? limit;
     if (options.buckets !== undefined) {
       throw new TypeError(
         `expected "buckets" to be omitted for the ${algorithm} algorithm (it applies to sliding-window), got ${show(options.buckets)}`,
@@ -64,10 +102,6 @@ export function ruleOf(options: RateLimitRuleOptions): RateLimitRule {
     throw new TypeError(
       `expected "burst" × "periodMs" to be at most 2^53 − 1 (for exact arithmetic), got ${burst} × ${periodMs}`,
     );
-  }
-  const name = options.name ?? 'default';
-  if (typeof name !== 'string' || !namePattern.test(name)) {
-    throw new TypeError(`expected "name" to be 1–64 characters from A–Z a–z 0–9 _ . : -, got ${show(name)}`);
   }
   return Object.freeze({ name, algorithm, limit, periodMs, burst, buckets });
 }

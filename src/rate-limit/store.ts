@@ -1,7 +1,8 @@
 /**
  * The rate-limit store contract: where the per-key state of a rate limiter lives and where each
- * decision is made atomically. The in-memory store (`memoryRateLimitStore`) is the default and the
- * reference behaviour; `redisStores(client).rateLimit` shares limits between processes. Both pass
+ * decision is made atomically. One interface for every backend: the in-memory store
+ * (`memoryRateLimitStore`, in this folder) is the default and the reference behaviour;
+ * `redisStores(client).rateLimit` (in `bulwark/redis`) shares limits between processes. Both pass
  * the same conformance suite (`rateLimitStoreConformance` from `bulwark/testing`).
  */
 
@@ -51,14 +52,16 @@ export interface RateLimitResult {
   readonly limit: number;
   /**
    * Present only when the store failed and the decision was made without it, by the limiter's
-   * `onStoreError` mode: `fail-open` (admitted blindly; the numbers mean nothing) or `local` (made
+   * `storeFailure` mode: `fail-open` (admitted blindly; the numbers mean nothing) or `local` (made
    * by the local in-memory fallback at `limit / instances`).
    */
   readonly fallback?: 'fail-open' | 'local' | undefined;
 }
 
 /**
- * Where rate-limit state lives. Three operations, each atomic per key.
+ * Where rate-limit state lives. Three operations, each atomic per key, each answering with a
+ * promise whatever the backend (the in-memory store too, so a limiter's callers never depend on
+ * which store it has).
  *
  * - **Atomicity.** `take` reads the key's state, decides and writes the new state as one step: two
  *   concurrent takes of the last unit never both succeed, whichever process they come from. A
@@ -69,35 +72,18 @@ export interface RateLimitResult {
  * - **Expiry.** State may be dropped once it is equivalent to a fresh key (full capacity): Redis keys
  *   carry a `PEXPIRE` of exactly that long, so expiry never changes a decision. A bounded memory
  *   store also evicts least-recently-used keys, which then restart at full capacity.
- * - **Failure.** A store that cannot decide rejects (async) or throws (sync); it never reports a
- *   failure as a refusal. The limiter turns failures into its `onStoreError` behaviour.
+ * - **Failure.** A store that cannot decide rejects; it never reports a failure as a refusal. The
+ *   limiter turns failures into its `storeFailure` behaviour (a store that throws instead of
+ *   rejecting is treated the same).
  */
 export interface RateLimitStore {
-  /**
-   * True when `take`, `peek` and `reset` return plain values, never promises (the in-memory store).
-   * The limiter then answers synchronously and keeps no local cache of blocked keys.
-   */
-  readonly synchronous?: boolean | undefined;
   /**
    * Takes `cost` units (a positive integer ≤ `rule.burst`) from `key` if they are available now,
    * atomically. Resolves with the decision; rejects only when the store failed.
    */
-  take(key: string, cost: number, rule: RateLimitRule): RateLimitResult | Promise<RateLimitResult>;
+  take(key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult>;
   /** The key's state now, as an allowed take of 0 units would see it; changes nothing. */
-  peek(key: string, rule: RateLimitRule): RateLimitResult | Promise<RateLimitResult>;
+  peek(key: string, rule: RateLimitRule): Promise<RateLimitResult>;
   /** Forgets `key`: it restarts at full capacity. */
-  reset(key: string, rule: RateLimitRule): void | Promise<void>;
-}
-
-/** A store that answers synchronously (the in-memory store). */
-export interface SyncRateLimitStore extends RateLimitStore {
-  readonly synchronous: true;
-  take(key: string, cost: number, rule: RateLimitRule): RateLimitResult;
-  peek(key: string, rule: RateLimitRule): RateLimitResult;
-  reset(key: string, rule: RateLimitRule): void;
-}
-
-/** True for a store that declares itself synchronous. */
-export function isSynchronousStore(store: RateLimitStore): store is SyncRateLimitStore {
-  return store.synchronous === true;
+  reset(key: string, rule: RateLimitRule): Promise<void>;
 }

@@ -8,26 +8,12 @@
  */
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { memoryRateLimitStore } from '../stores/memory/rate-limit.js';
+import { track } from '../../test/support/track.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { isRateLimitedError, type RateLimitedError } from './errors.js';
+import { memoryRateLimitStore } from './memory-store.js';
 import { rateLimiter } from './rate-limiter.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
-
-function track<T>(promise: Promise<T>) {
-  const state: { settled: boolean; value?: T; error?: unknown } = { settled: false };
-  promise.then(
-    (value) => {
-      state.settled = true;
-      state.value = value;
-    },
-    (error: unknown) => {
-      state.settled = true;
-      state.error = error;
-    },
-  );
-  return state;
-}
 
 /**
  * A remote store on the FakeClock: the request travels `legMs`, the memory store decides at that
@@ -44,9 +30,9 @@ function remoteStore(clock: FakeClock, legMs: number): RateLimitStore {
   };
   return {
     take: (key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> =>
-      trip(() => inner.take(key, cost, rule)),
-    peek: (key: string, rule: RateLimitRule) => trip(() => inner.peek(key, rule)),
-    reset: (key: string, rule: RateLimitRule) => trip(() => inner.reset(key, rule)),
+      trip(() => inner.takeSync(key, cost, rule)),
+    peek: (key: string, rule: RateLimitRule) => trip(() => inner.takeSync(key, 0, rule)),
+    reset: (key: string, rule: RateLimitRule) => trip(() => inner.reset(key, rule)).then(() => undefined),
   };
 }
 
@@ -54,7 +40,7 @@ describe('limiter.wait: estimates from the queue position', () => {
   it('maxWaitMs 0 behind a waiting head refuses at once, with the estimate of its turn', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
-    limiter.take('k');
+    limiter.takeSync('k');
     const head = track(limiter.wait('k'));
     const error = (await limiter.wait('k', { maxWaitMs: 0 }).catch((e: unknown) => e)) as RateLimitedError;
     expect(isRateLimitedError(error)).toBe(true);
@@ -69,7 +55,7 @@ describe('limiter.wait: estimates from the queue position', () => {
   it('a policy with wait: true past its deadline refuses at once behind a waiting head', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
-    limiter.take('api');
+    limiter.takeSync('api');
     const head = track(limiter.wait('api'));
     const policy = limiter.policy('api', { wait: true });
     let runs = 0;
@@ -85,7 +71,7 @@ describe('limiter.wait: estimates from the queue position', () => {
   it('refuses at once a waiter whose turn comes after its maxWaitMs, counting the units queued ahead', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 10, periodMs: 1_000, burst: 5, clock });
-    limiter.take('k', 5); // empty; one unit per 100 ms
+    limiter.takeSync('k', 5); // empty; one unit per 100 ms
     const head = track(limiter.wait('k', { cost: 3, maxWaitMs: 10_000 })); // at 300 ms
     const second = track(limiter.wait('k', { cost: 2, maxWaitMs: 10_000 })); // at 500 ms
     // Needs 4 more units after those: 900 ms. With 850 ms it is refused now, not at 850 ms.
@@ -111,7 +97,7 @@ describe('limiter.wait: estimates from the queue position', () => {
   it('the sliding window estimates whole windows: limit units per periodMs', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ algorithm: 'sliding-window', limit: 2, periodMs: 1_000, clock });
-    limiter.take('k', 2); // both units come back when their sub-window slides out, at 1 100 ms
+    limiter.takeSync('k', 2); // both units come back when their sub-window slides out, at 1 100 ms
     const head = track(limiter.wait('k', { maxWaitMs: 10_000 }));
     const second = track(limiter.wait('k', { maxWaitMs: 10_000 })); // the same window: 1 100 ms
     // A third unit after those two cannot come before the next window, at 2 100 ms.
@@ -128,9 +114,9 @@ describe('limiter.wait: estimates from the queue position', () => {
   it('a waiter that leaves at its deadline carries a real estimate, never retryAfterMs 0', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
-    limiter.take('k');
+    limiter.takeSync('k');
     // Another caller takes the unit that comes back at 1 000 ms just before the head can.
-    clock.setTimer(() => limiter.take('k'), 1_000);
+    clock.setTimer(() => limiter.takeSync('k'), 1_000);
     const head = track(limiter.wait('k', { maxWaitMs: 5_000 }));
     // Estimated at 2 000 ms, 1 ms after its deadline (within the store's rounding): it queues.
     const impatient = track(limiter.wait('k', { maxWaitMs: 1_999 }));
@@ -199,7 +185,7 @@ describe('limiter.wait: abort listeners', () => {
     const limiter = rateLimiter({ limit: 1, periodMs: 10, clock });
     const controller = new AbortController();
     const { signal } = controller;
-    limiter.take('k');
+    limiter.takeSync('k');
     const waits = Array.from({ length: 20 }, (_, i) =>
       limiter.wait(i % 2 === 0 ? 'k' : `other-${i % 4}`, { signal, maxWaitMs: 10_000 }),
     );
@@ -215,7 +201,7 @@ describe('limiter.wait: abort listeners', () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
     const controller = new AbortController();
-    limiter.take('k');
+    limiter.takeSync('k');
     const waits = Array.from({ length: 20 }, () =>
       limiter.wait('k', { signal: controller.signal, maxWaitMs: 60_000 }).catch((e: unknown) => e),
     );

@@ -1,26 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { track } from '../../test/support/track.js';
 import { isStoreUnavailableError } from '../core/errors.js';
-import { memoryRateLimitStore } from '../stores/memory/rate-limit.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { isRateLimitedError, type RateLimitedError } from './errors.js';
+import { memoryRateLimitStore } from './memory-store.js';
 import { rateLimiter } from './rate-limiter.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
-
-/** Settles state of a promise without awaiting it. */
-function track<T>(promise: Promise<T>) {
-  const state: { settled: boolean; value?: T; error?: unknown } = { settled: false };
-  promise.then(
-    (value) => {
-      state.settled = true;
-      state.value = value;
-    },
-    (error: unknown) => {
-      state.settled = true;
-      state.error = error;
-    },
-  );
-  return state;
-}
 
 /** Counts store calls (an in-process async store over the memory store). */
 function countingStore(clock: FakeClock) {
@@ -31,10 +16,10 @@ function countingStore(clock: FakeClock) {
     take(key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> {
       store.calls++;
       if (store.failing) return Promise.reject(store.failing);
-      return Promise.resolve(inner.take(key, cost, rule));
+      return inner.take(key, cost, rule);
     },
-    peek: (key: string, rule: RateLimitRule) => Promise.resolve(inner.peek(key, rule)),
-    reset: (key: string, rule: RateLimitRule) => Promise.resolve(inner.reset(key, rule)),
+    peek: (key: string, rule: RateLimitRule) => inner.peek(key, rule),
+    reset: (key: string, rule: RateLimitRule) => inner.reset(key, rule),
   };
   return store satisfies RateLimitStore;
 }
@@ -50,7 +35,7 @@ describe('limiter.wait', () => {
   it('sleeps exactly until the quota comes back, then takes it', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 10, periodMs: 1_000, burst: 1, clock });
-    limiter.take('k');
+    limiter.takeSync('k');
     const waiting = track(limiter.wait('k'));
     await clock.advance(99);
     expect(waiting.settled).toBe(false);
@@ -82,7 +67,7 @@ describe('limiter.wait', () => {
   it('rejects at once with RateLimitedError when the next chance is after maxWaitMs', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
-    limiter.take('k');
+    limiter.takeSync('k');
     const error = (await limiter.wait('k', { maxWaitMs: 999 }).catch((e: unknown) => e)) as RateLimitedError;
     expect(isRateLimitedError(error)).toBe(true);
     expect(error.retryAfterMs).toBe(1_000);
@@ -94,7 +79,7 @@ describe('limiter.wait', () => {
   it('a wait of exactly the time needed succeeds', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
-    limiter.take('k');
+    limiter.takeSync('k');
     const waiting = track(limiter.wait('k', { maxWaitMs: 1_000 }));
     await clock.advance(1_000);
     expect(waiting.value).toMatchObject({ allowed: true });
@@ -109,14 +94,14 @@ describe('limiter.wait', () => {
   it('the default maxWaitMs is the longest an uncontended key can need', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 2, periodMs: 1_000, burst: 4, clock });
-    limiter.take('k', 4);
+    limiter.takeSync('k', 4);
     // 4 units need 2 000 ms: allowed by default. 5 would not fit the burst at all.
     const waiting = track(limiter.wait('k', { cost: 4 }));
     await clock.advance(2_000);
     expect(waiting.value).toMatchObject({ allowed: true });
 
     const window = rateLimiter({ algorithm: 'sliding-window', limit: 2, periodMs: 1_000, buckets: 4, clock });
-    window.take('k', 2);
+    window.takeSync('k', 2);
     const windowWait = track(window.wait('k', { cost: 2 }));
     await clock.advance(1_250);
     expect(windowWait.value).toMatchObject({ allowed: true });
@@ -125,7 +110,7 @@ describe('limiter.wait', () => {
   it('an abort ends the wait at once with the reason, leaving no timer; later waiters move up', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
-    limiter.take('k');
+    limiter.takeSync('k');
     const controller = new AbortController();
     const first = track(limiter.wait('k', { signal: controller.signal }));
     // Its turn is estimated after the first's, at 2 000 ms: it needs a limit that allows that.
@@ -144,13 +129,13 @@ describe('limiter.wait', () => {
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock: new FakeClock() });
     const reason = new Error('gone');
     await expect(limiter.wait('k', { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
-    expect(limiter.peek('k').remaining).toBe(1);
+    expect((await limiter.peek('k')).remaining).toBe(1);
   });
 
   it('a waiter behind the head leaves at its own deadline', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
-    limiter.take('k');
+    limiter.takeSync('k');
     const head = track(limiter.wait('k', { maxWaitMs: 5_000 }));
     const impatient = track(limiter.wait('k', { maxWaitMs: 300 }));
     await clock.advance(300);

@@ -1,6 +1,9 @@
 import { canAbort, offAbort, onAbort } from '../core/abort.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
+import { DeadlineQueue } from '../core/deadline-queue.js';
+import { LinkedQueue } from '../core/linked-queue.js';
 import { isThenable } from '../core/policy.js';
+import { WaitingEntry } from '../core/waiting-entry.js';
 import { RateLimitedError } from './errors.js';
 import type { RateLimitResult, RateLimitRule } from './store.js';
 
@@ -37,13 +40,11 @@ function turnAt(
 }
 
 /**
- * One caller of `wait()`. It is also its own abort listener (`handleEvent`), so a waiter with a
- * signal costs no closure, and all the waiters sharing a signal share one real listener on it.
+ * One caller of `wait()`: a node of its key's FIFO and an entry of the shared deadline timer. It is
+ * also its own abort listener (`handleEvent`), so a waiter with a signal costs no closure, and all
+ * the waiters sharing a signal share one real listener on it.
  */
-class Waiter {
-  done = false;
-  timer: TimerHandle | undefined = undefined;
-
+class Waiter extends WaitingEntry {
   constructor(
     readonly queue: KeyQueue,
     readonly cost: number,
@@ -52,7 +53,14 @@ class Waiter {
     readonly signal: AbortSignal | undefined,
     readonly resolve: (result: RateLimitResult) => void,
     readonly reject: (error: unknown) => void,
-  ) {}
+  ) {
+    super();
+  }
+
+  /** Its deadline passed (called by the deadline queue or its own timer). */
+  expire(): void {
+    this.queue.expire(this);
+  }
 
   handleEvent(): void {
     this.queue.leave(this, this.signal!.reason);
@@ -64,7 +72,7 @@ class Waiter {
  * store, sleeping exactly `retryAfterMs` between refusals.
  */
 class KeyQueue {
-  readonly waiters: Waiter[] = [];
+  readonly waiters = new LinkedQueue<Waiter>();
   /** The sum of the queued waiters' costs. */
   units = 0;
   /** When the head's units come back (its last refusal); undefined while its first take is out. */
@@ -85,7 +93,7 @@ class KeyQueue {
    * after its deadline. `behind` counts the units after the head up to and including its own.
    */
   join(waiter: Waiter, now: number): boolean {
-    const head = this.waiters[0];
+    const head = this.waiters.first;
     if (head !== undefined) {
       const turn = turnAt(
         this.owner.rule,
@@ -109,8 +117,7 @@ class KeyQueue {
   async pump(): Promise<void> {
     const { clock, take } = this.owner;
     const waiters = this.waiters;
-    while (waiters.length > 0) {
-      const head = waiters[0]!;
+    for (let head = waiters.first; head !== undefined; head = waiters.first) {
       // The deadline is judged from when the store was asked (it decided then or later, so a round
       // trip never refuses a waiter whose quota comes back in time), in whole milliseconds like
       // retryAfterMs itself: a clock that reads fractions of a millisecond (systemClock, Redis
@@ -127,7 +134,7 @@ class KeyQueue {
       }
       // The head left (abort, deadline) while its take was in flight: an allowed take is then
       // spent for nobody, which errs on the side of admitting less.
-      if (head.done) continue;
+      if (!head.linked) continue;
       if (result.allowed) {
         this.finish(head);
         head.resolve(result);
@@ -150,28 +157,31 @@ class KeyQueue {
     this.unchecked = false;
     const now = this.owner.clock.now();
     const waiters = this.waiters;
-    const head = waiters[0]!;
+    const head = waiters.first!;
     let behind = 0;
-    for (let i = 1; i < waiters.length; i++) {
-      const waiter = waiters[i]!;
+    for (let waiter = waiters.after(head); waiter !== undefined; ) {
+      const next = waiters.after(waiter);
       behind += waiter.cost;
       const turn = turnAt(this.owner.rule, now, this.readyAt, head.cost, behind);
       if (turn - 1 > waiter.deadline) {
         this.finish(waiter);
         waiter.reject(this.owner.refusal(this.key, turn - now, 0, 'turn'));
         behind -= waiter.cost;
-        i--;
       }
+      waiter = next;
     }
   }
 
   /** A waiter behind the head reached its deadline: it leaves with the estimate of its turn. */
   expire(waiter: Waiter): void {
     const waiters = this.waiters;
-    const head = waiters[0]!;
-    if (waiter.done || head === waiter) return; // the head's deadline is the pump's to enforce
+    if (!waiter.linked) return;
+    const head = waiters.first!;
+    if (head === waiter) return; // the head's deadline is the pump's to enforce
     let behind = 0;
-    for (let i = 1; i < waiters.length && waiters[i - 1] !== waiter; i++) behind += waiters[i]!.cost;
+    for (let w = waiters.after(head); w !== undefined; w = w === waiter ? undefined : waiters.after(w)) {
+      behind += w.cost;
+    }
     const now = this.owner.clock.now();
     const turn = turnAt(this.owner.rule, now, this.readyAt, head.cost, behind);
     this.leave(waiter, this.owner.refusal(this.key, turn - now, 0, 'deadline'));
@@ -179,25 +189,20 @@ class KeyQueue {
 
   /** A waiter leaves before being served: rejects it and, if it was the head, wakes the pump. */
   leave(waiter: Waiter, reason: unknown): void {
-    if (waiter.done) return;
-    const wasHead = this.waiters[0] === waiter;
+    if (!waiter.linked) return;
+    const wasHead = this.waiters.first === waiter;
     this.finish(waiter);
     waiter.reject(reason);
     if (wasHead) this.wake?.();
   }
 
-  /** Removes a waiter from the queue and releases its timer and abort subscription. */
+  /** Removes a waiter from the queue and releases its deadline and abort subscription. */
   private finish(waiter: Waiter): void {
-    waiter.done = true;
     const waiters = this.waiters;
-    const index = waiters.indexOf(waiter);
-    if (index === 0) this.readyAt = undefined; // the next head has not asked yet
-    if (index !== -1) {
-      waiters.splice(index, 1);
-      this.units -= waiter.cost;
-    }
-    if (waiter.timer !== undefined) this.owner.clock.clearTimer(waiter.timer);
-    if (waiter.signal !== undefined) offAbort(waiter.signal, waiter);
+    if (waiters.first === waiter) this.readyAt = undefined; // the next head has not asked yet
+    if (!waiters.remove(waiter)) return; // already gone (it left while its take was in flight)
+    this.units -= waiter.cost;
+    this.owner.unwatch(waiter);
   }
 
   /** Sleeps `ms`, or less if the head leaves meanwhile. */
@@ -228,17 +233,25 @@ class KeyQueue {
  * comes after its deadline is refused at once, and one that leaves at its deadline carries the
  * estimate as `retryAfterMs` (at least 1 ms: it could not be served yet).
  *
- * The queue map holds only keys that have waiters; each waiter leaves by success, refusal (its
- * turn is after its deadline), its deadline timer, or its signal.
+ * Each key's waiters queue in the one waiting room ({@link LinkedQueue}: O(1) to join and to leave
+ * from anywhere), and the deadlines of every waiter of every key share one timer (a
+ * {@link DeadlineQueue}; a waiter due before the last one queued gets a timer of its own), stopped
+ * when the last waiter leaves. The queue map holds only keys that have waiters; each waiter leaves
+ * by success, refusal (its turn is after its deadline), its deadline, or its signal.
  */
 export class WaitQueue {
   private readonly queues = new Map<string, KeyQueue>();
+  private readonly deadlines: DeadlineQueue;
+  /** Waiters queued now, over all keys. */
+  private waiting = 0;
 
   constructor(
     readonly take: Take,
     readonly clock: Clock,
     readonly rule: RateLimitRule,
-  ) {}
+  ) {
+    this.deadlines = new DeadlineQueue(clock);
+  }
 
   /** Resolves with the allowed decision, or rejects (RateLimitedError, store error, abort reason). */
   wait(
@@ -265,13 +278,13 @@ export class WaitQueue {
         reject,
       );
       if (!queue.join(waiter, now)) return;
+      this.waiting++;
       if (waiter.signal !== undefined) onAbort(waiter.signal, waiter);
       // A waiter behind the head leaves at its deadline. The head's deadline is the pump's to
       // enforce (it never sleeps past it and refuses when the next chance comes later), so a head
       // whose quota comes back exactly at its deadline is still served.
       if (waiter.deadline !== Infinity && maxWaitMs > 0) {
-        const q = queue;
-        waiter.timer = this.clock.setTimer(() => q.expire(waiter), maxWaitMs);
+        waiter.watchDeadline(this.deadlines, this.clock, maxWaitMs);
       }
       if (start) void queue.pump();
     });
@@ -279,9 +292,17 @@ export class WaitQueue {
 
   /** Waiters queued now, over all keys. */
   get size(): number {
-    let size = 0;
-    for (const queue of this.queues.values()) size += queue.waiters.length;
-    return size;
+    return this.waiting;
+  }
+
+  /**
+   * A waiter left its queue (served, refused or gone): releases its deadline and abort
+   * subscription, and the shared deadline timer once no waiter is left.
+   */
+  unwatch(waiter: Waiter): void {
+    waiter.unwatchDeadline(this.deadlines, this.clock);
+    if (waiter.signal !== undefined) offAbort(waiter.signal, waiter);
+    if (--this.waiting === 0) this.deadlines.stopIfIdle();
   }
 
   /** Forgets a queue whose last waiter left. */

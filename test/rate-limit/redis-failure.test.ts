@@ -1,6 +1,6 @@
 /**
  * The Redis rate-limit store when Redis misbehaves, through our fault proxy: paused (a black hole),
- * connections cut and refused (Redis down), and SCRIPT FLUSH mid-run. Each `onStoreError` mode must
+ * connections cut and refused (Redis down), and SCRIPT FLUSH mid-run. Each `storeFailure` mode must
  * behave as documented within the store deadline, and a store failure must never look like a limit
  * hit.
  *
@@ -15,7 +15,7 @@ import {
   type StoreUnavailableError,
 } from '../../src/core/errors.js';
 import { isRateLimitedError } from '../../src/rate-limit/errors.js';
-import { rateLimiter, type StoreErrorMode } from '../../src/rate-limit/rate-limiter.js';
+import { rateLimiter, type StoreFailureMode } from '../../src/rate-limit/rate-limiter.js';
 import { redisStores } from '../../src/stores/redis/index.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
 import { useRedis } from '../support/services.js';
@@ -33,7 +33,7 @@ redis.describe('Redis rate-limit store under faults', () => {
     await proxy.close();
   });
 
-  function limiterThroughProxy(mode: StoreErrorMode, instances = 1) {
+  function limiterThroughProxy(mode: StoreFailureMode, instances = 1) {
     // ioredis defaults: offline queue on, 20 retries per request. The store deadline must cut that.
     const client = redis.client({ url: proxy.url(redis.url) });
     const stores = redisStores(client, { prefix: redis.prefix, timeoutMs: TIMEOUT_MS });
@@ -41,7 +41,7 @@ redis.describe('Redis rate-limit store under faults', () => {
       limit: 10,
       periodMs: 60_000,
       store: stores.rateLimit,
-      onStoreError: mode,
+      storeFailure: mode,
       instances,
     });
     const events: { mode: string; error: StoreUnavailableError }[] = [];

@@ -93,8 +93,8 @@ export interface RateLimitRedisClient extends ScriptClient {
  * with `EVALSHA` (reloaded on `NOSCRIPT`), time from the server's `TIME`, one key per limiter and key
  * (`<prefix>rl:<name>:{<key>}`, its own hash tag, so Redis Cluster routes it), expiring with `PX`
  * once it is back at full capacity. Every decision has the store deadline (`timeoutMs`, default
- * 100 ms) and fails with `StoreUnavailableError`; the limiter's `onStoreError` decides what that
- * means.
+ * 100 ms) and fails with `StoreUnavailableError`; the limiter's `storeFailure` mode decides what
+ * that means.
  *
  * Decisions made in the same tick are coalesced (on a standalone client, not a Cluster): they are
  * queued, and a microtask sends them as one script call per rule of up to {@link MAX_BATCH} keys,
@@ -102,7 +102,6 @@ export interface RateLimitRedisClient extends ScriptClient {
  * decision keeps its own deadline.
  */
 export class RedisRateLimitStore implements RateLimitStore {
-  readonly synchronous = false;
   private readonly compiled = new WeakMap<RateLimitRule, Compiled>();
   /**
    * Groups by algorithm and arguments, so that equal rules batch together: one per distinct rule

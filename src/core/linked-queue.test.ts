@@ -15,6 +15,13 @@ function drain(queue: LinkedQueue<Node>): number[] {
   return ids;
 }
 
+/** The ids from the oldest node on, without removing any. */
+function walk(queue: LinkedQueue<Node>): number[] {
+  const ids: number[] = [];
+  for (let n = queue.first; n !== undefined; n = queue.after(n)) ids.push(n.id);
+  return ids;
+}
+
 describe('LinkedQueue', () => {
   it('is FIFO, removes from head, middle and tail, and ignores nodes not queued', () => {
     const queue = new LinkedQueue<Node>();
@@ -61,9 +68,26 @@ describe('LinkedQueue', () => {
             if (i !== -1) model.splice(i, 1);
           }
           expect(queue.size).toBe(model.length);
+          expect(walk(queue)).toEqual(model.map((n) => n.id));
         }
         expect(drain(queue)).toEqual(model.map((n) => n.id));
       }),
     );
+  });
+});
+
+describe('LinkedQueue first and after', () => {
+  it('walks the queue from the oldest node; a removed node has no successor', () => {
+    const queue = new LinkedQueue<Node>();
+    expect(queue.first).toBeUndefined();
+    const nodes = [0, 1, 2, 3].map((i) => new Node(i));
+    for (const n of nodes) queue.push(n);
+    expect(walk(queue)).toEqual([0, 1, 2, 3]);
+    queue.remove(nodes[1]!);
+    expect(queue.after(nodes[0]!)).toBe(nodes[2]);
+    expect(queue.after(nodes[1]!)).toBeUndefined();
+    queue.shift();
+    expect(queue.first).toBe(nodes[2]);
+    expect(queue.after(nodes[3]!)).toBeUndefined();
   });
 });

@@ -1,8 +1,10 @@
 /**
  * An intrusive doubly linked FIFO: push, shift and removal of any member are O(1) and allocate
- * nothing (the links live on the nodes). The bulkhead's waiting room: a caller that aborts or times
- * out leaves from the middle without a scan, unlike `Array.prototype.splice`/`shift`, whose cost
- * grows with the queue.
+ * nothing (the links live on the nodes). The one waiting room of bulwark: the bulkhead's callers
+ * waiting for a slot and `rateLimiter.wait`'s callers waiting for quota queue in it (their
+ * deadlines share one timer through a `DeadlineQueue`), so a caller that aborts or times out leaves
+ * from the middle without a scan, unlike `Array.prototype.splice`/`shift`, whose cost grows with the
+ * queue.
  */
 
 /** A node of a {@link LinkedQueue}. The queue owns the three fields. */
@@ -22,6 +24,16 @@ export class LinkedQueue<N extends QueueNode> {
   /** Number of nodes in the queue. */
   get size(): number {
     return this.count;
+  }
+
+  /** The oldest node (the next {@link LinkedQueue.shift} returns it), or `undefined` when empty. */
+  get first(): N | undefined {
+    return this.head;
+  }
+
+  /** The node queued right after `node`, or `undefined` at the tail or when `node` is not queued. */
+  after(node: N): N | undefined {
+    return node.nextNode as N | undefined;
   }
 
   /** Appends `node` at the tail. The node must not be in a queue. */

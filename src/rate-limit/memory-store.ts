@@ -1,18 +1,13 @@
 import type { LRUCache } from 'lru-cache';
-import { type Clock, systemClock } from '../../core/clock.js';
-import { isClock, optionKeys, optionsObject, positiveInteger } from '../../core/validate.js';
-import type { Algorithm } from '../../rate-limit/algorithm.js';
-import { gcra } from '../../rate-limit/gcra.js';
-import { keyMap } from '../../rate-limit/key-map.js';
-import { sameRule } from '../../rate-limit/rule.js';
-import { slidingWindowCounter } from '../../rate-limit/sliding-window-counter.js';
-import type {
-  RateLimitAlgorithm,
-  RateLimitResult,
-  RateLimitRule,
-  SyncRateLimitStore,
-} from '../../rate-limit/store.js';
-import { tokenBucket } from '../../rate-limit/token-bucket.js';
+import { type Clock, systemClock } from '../core/clock.js';
+import { isClock, optionKeys, optionsObject, positiveInteger } from '../core/validate.js';
+import type { Algorithm } from './algorithm.js';
+import { gcra } from './gcra.js';
+import { keyMap } from './key-map.js';
+import { sameRule } from './rule.js';
+import { slidingWindowCounter } from './sliding-window-counter.js';
+import type { RateLimitAlgorithm, RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
+import { tokenBucket } from './token-bucket.js';
 
 /** Options of {@link memoryRateLimitStore}. */
 export interface MemoryRateLimitStoreOptions {
@@ -43,13 +38,15 @@ interface Partition {
 
 /**
  * The in-memory rate-limit store: the default of `rateLimiter()` and the reference behaviour. It
- * answers synchronously (`synchronous: true`), keeps one small state object per key in an LRU
- * bounded by `maxKeys` per limiter name (`lru-cache`), and starts no timer at all: an idle key costs
- * memory until it is evicted, never CPU. Single-process only: use `redisStores(client).rateLimit` to
- * share limits between processes.
+ * keeps one small state object per key in an LRU bounded by `maxKeys` per limiter name
+ * (`lru-cache`), and starts no timer at all: an idle key costs memory until it is evicted, never
+ * CPU. Single-process only: use `redisStores(client).rateLimit` to share limits between processes.
+ *
+ * It implements the one {@link RateLimitStore} interface (promises, like every store) and decides
+ * synchronously underneath: {@link MemoryRateLimitStore.takeSync} is that decision without the
+ * promise, which `limiter.takeSync()` uses.
  */
-export class MemoryRateLimitStore implements SyncRateLimitStore {
-  readonly synchronous = true as const;
+export class MemoryRateLimitStore implements RateLimitStore {
   private readonly maxKeys: number;
   private readonly clock: Clock;
   private readonly partitions = new Map<string, Partition>();
@@ -64,27 +61,46 @@ export class MemoryRateLimitStore implements SyncRateLimitStore {
     this.clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
   }
 
-  take(key: string, cost: number, rule: RateLimitRule): RateLimitResult {
+  /** {@link MemoryRateLimitStore.takeSync}, as a promise; rejects with its `TypeError`. */
+  take(key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> {
+    try {
+      return Promise.resolve(this.takeSync(key, cost, rule));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** `takeSync(key, 0, rule)`, as a promise. */
+  peek(key: string, rule: RateLimitRule): Promise<RateLimitResult> {
+    return this.take(key, 0, rule);
+  }
+
+  /** Forgets `key` under `rule` (it restarts at full capacity); resolves at once. */
+  reset(key: string, rule: RateLimitRule): Promise<void> {
+    this.partitions.get(rule.name)?.states.delete(key);
+    return Promise.resolve();
+  }
+
+  /**
+   * Takes `cost` units from `key` if they are available now and returns the decision, without a
+   * promise. A `cost` of 0 is a peek: it reports the state and stores nothing, not even the key's
+   * recency. The limiter validates `key` and `cost`; this store trusts them. Throws a `TypeError`
+   * when two limiters with the same `name` and different rules share this store.
+   */
+  takeSync(key: string, cost: number, rule: RateLimitRule): RateLimitResult {
     const partition = rule === this.lastRule ? this.lastPartition! : this.partitionOf(rule);
     const now = this.clock.now();
+    if (cost === 0) {
+      // A peek does not refresh the key's recency, and does not store a fresh state.
+      const seen = partition.states.peek(key) ?? partition.algorithm.create(rule, now);
+      return partition.algorithm.take(seen, now, 0, rule);
+    }
     let state = partition.states.get(key);
     if (state === undefined) {
       state = partition.algorithm.create(rule, now);
       partition.states.set(key, state);
     }
     return partition.algorithm.take(state, now, cost, rule);
-  }
-
-  peek(key: string, rule: RateLimitRule): RateLimitResult {
-    const partition = rule === this.lastRule ? this.lastPartition! : this.partitionOf(rule);
-    const now = this.clock.now();
-    // A peek does not refresh the key's recency, and does not store a fresh state.
-    const state = partition.states.peek(key) ?? partition.algorithm.create(rule, now);
-    return partition.algorithm.take(state, now, 0, rule);
-  }
-
-  reset(key: string, rule: RateLimitRule): void {
-    this.partitions.get(rule.name)?.states.delete(key);
   }
 
   /** Keys held now, over every limiter name. */

@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../testing/fake-clock.js';
+import { rateLimitStoreConformance } from '../testing/rate-limit-conformance.js';
+import { memoryRateLimitStore } from './memory-store.js';
+import { ruleOf } from './rule.js';
+
+rateLimitStoreConformance(
+  'memory store on a FakeClock',
+  () => {
+    const clock = new FakeClock(1_000_000);
+    return { store: memoryRateLimitStore({ clock }), elapse: (ms) => clock.advance(ms), slackMs: 0 };
+  },
+  { describe, it },
+);
+
+describe('memoryRateLimitStore', () => {
+  const rule = ruleOf({ limit: 2, periodMs: 60_000 });
+
+  it('answers the store interface with promises, and takeSync with the same decisions synchronously', async () => {
+    const store = memoryRateLimitStore({ clock: new FakeClock() });
+    const pending = store.take('k', 1, rule);
+    expect(pending).toBeInstanceOf(Promise);
+    expect(await pending).toEqual({
+      allowed: true,
+      remaining: 1,
+      retryAfterMs: 0,
+      resetMs: 30_000,
+      limit: 2,
+    });
+    const result = store.takeSync('k', 1, rule);
+    expect(result).toEqual({ allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 60_000, limit: 2 });
+    expect(store.takeSync('k', 0, rule)).toMatchObject({ allowed: true, remaining: 0 }); // cost 0 is a peek
+    expect(await store.peek('k', rule)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(store.reset('k', rule)).toBeInstanceOf(Promise);
+    expect(store.takeSync('k', 0, rule).remaining).toBe(2);
+  });
+
+  it('a rule clash rejects take and throws from takeSync, with the TypeError', async () => {
+    const store = memoryRateLimitStore({ clock: new FakeClock() });
+    store.takeSync('k', 1, ruleOf({ name: 'x', limit: 1, periodMs: 1_000 }));
+    const clash = ruleOf({ name: 'x', limit: 2, periodMs: 1_000 });
+    await expect(store.take('k', 1, clash)).rejects.toThrow(TypeError);
+    await expect(store.peek('k', clash)).rejects.toThrow(/two limiters named "x"/);
+    expect(() => store.takeSync('k', 1, clash)).toThrow(/two limiters named "x"/);
+  });
+
+  it('keeps at most maxKeys keys per limiter name; an evicted key restarts at full capacity', () => {
+    const store = memoryRateLimitStore({ maxKeys: 3, clock: new FakeClock() });
+    for (const key of ['a', 'b', 'c']) store.takeSync(key, 2, rule);
+    expect(store.takeSync('a', 1, rule).allowed).toBe(false); // a is now the most recently used
+    store.takeSync('d', 2, rule); // evicts b, the least recently used
+    expect(store.size).toBe(3);
+    expect(store.takeSync('a', 1, rule).allowed).toBe(false);
+    expect(store.takeSync('b', 1, rule)).toMatchObject({ allowed: true, remaining: 1 }); // restarted full
+  });
+
+  it('a peek neither stores a fresh key nor refreshes recency', async () => {
+    const store = memoryRateLimitStore({ maxKeys: 2, clock: new FakeClock() });
+    expect((await store.peek('x', rule)).remaining).toBe(2);
+    expect(store.takeSync('x', 0, rule).remaining).toBe(2);
+    expect(store.size).toBe(0);
+    store.takeSync('a', 2, rule);
+    store.takeSync('b', 2, rule);
+    await store.peek('a', rule);
+    store.takeSync('a', 0, rule);
+    store.takeSync('c', 1, rule); // evicts a: the peek did not make it recent
+    expect(store.takeSync('a', 1, rule).allowed).toBe(true);
+  });
+
+  it('starts no timer, whatever the number of keys', () => {
+    const clock = new FakeClock();
+    const store = memoryRateLimitStore({ clock });
+    for (let i = 0; i < 1_000; i++) store.takeSync(`k${i}`, 1, rule);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('separates limiter names and refuses two different rules under one name', () => {
+    const store = memoryRateLimitStore({ clock: new FakeClock() });
+    const a = ruleOf({ name: 'a', limit: 1, periodMs: 1_000 });
+    const b = ruleOf({ name: 'b', limit: 1, periodMs: 1_000 });
+    expect(store.takeSync('k', 1, a).allowed).toBe(true);
+    expect(store.takeSync('k', 1, b).allowed).toBe(true);
+    const sameAsA = ruleOf({ name: 'a', limit: 1, periodMs: 1_000 });
+    expect(store.takeSync('k', 1, sameAsA).allowed).toBe(false); // an equal rule shares the state
+    const clash = ruleOf({ name: 'a', limit: 5, periodMs: 1_000 });
+    expect(() => store.takeSync('k', 1, clash)).toThrow(/two limiters named "a" with different rules/);
+  });
+
+  it.each([
+    [{ maxKeys: 0 }, /"maxKeys".*0/],
+    [{ maxKeys: 1.5 }, /"maxKeys".*1.5/],
+    [{ maxKeys: Number.NaN }, /"maxKeys".*NaN/],
+    [{ clock: { now: () => 0 } }, /"clock"/],
+  ])('rejects %o', (options, message) => {
+    expect(() => memoryRateLimitStore(options as never)).toThrow(message);
+  });
+});
