@@ -4,14 +4,12 @@
  */
 
 export {
-  type BulkheadOptions,
-  BulkheadPolicy,
+  type BulkheadPolicy,
   type BulkheadRejectedEvent,
   bulkhead,
 } from './admission/bulkhead.js';
 export {
-  type ConcurrencyLimitOptions,
-  ConcurrencyLimitPolicy,
+  type ConcurrencyLimitPolicy,
   type ConcurrencyLimitRejectedEvent,
   concurrencyLimit,
 } from './admission/concurrency-limit.js';
@@ -22,29 +20,38 @@ export {
   ConcurrencyLimitError,
   isBulkheadFullError,
   isConcurrencyLimitError,
-} from './admission/errors.js';
-export {
-  type LoadLimits,
-  type LoadPressure,
-  LoadShedder,
-  type LoadShedderOptions,
-  LoadShedPolicy,
-  type LoadSource,
-  type SampledSignals,
-} from './admission/load-shedder.js';
-export {
-  type MapConcurrentOptions,
-  type MapContext,
-  type MapFn,
-  mapConcurrent,
-} from './admission/map-concurrent.js';
-export {
   isLoadShedError,
   type LoadShedDetails,
   LoadShedError,
+} from './admission/errors.js';
+export type { LoadShedPolicy } from './admission/load-shed-policy.js';
+export {
+  type LoadPressure,
+  type LoadReadings,
+  type LoadShedder,
+  loadShedder,
+  type Release,
+} from './admission/load-shedder.js';
+export {
+  type LoadLimits,
+  type LoadShedderOptions,
   type LoadSignal,
+  type LoadSource,
+  type LoadThresholds,
   type Priority,
-} from './admission/shed-error.js';
+  priorities,
+  type SampledSignals,
+  type SampleFailedEvent,
+  type ShedEvent,
+  type ShedStateChangeEvent,
+} from './admission/load-shedder-options.js';
+export { type MapContext, type MapFn, mapConcurrent } from './admission/map-concurrent.js';
+export type {
+  BulkheadOptions,
+  ConcurrencyLimitOptions,
+  ConcurrencyLimitRejection,
+  MapConcurrentOptions,
+} from './admission/options.js';
 export {
   type CircuitBreakerPolicy,
   circuitBreaker,
@@ -53,51 +60,60 @@ export { CircuitOpenError, isCircuitOpenError, type RefusingState } from './circ
 export type {
   CallTimeoutMode,
   CircuitBreakerOptions,
+  CircuitRejectedEvent,
   CircuitSnapshot,
   CircuitState,
   FailureRateOptions,
-  RejectedEvent,
   StateChangeEvent,
 } from './circuit-breaker/options.js';
 export {
   inferredResilient,
   type SmartResilienceOptions,
-  SmartResiliencePolicy,
+  type SmartResiliencePolicy,
   smartResilience,
 } from './circuit-breaker/smart.js';
-export { classify, httpStatusKind, isTransient } from './core/classify.js';
+export { classify, isTransient } from './core/classify.js';
 export { type Clock, systemClock, type TimerHandle } from './core/clock.js';
 export type { Context, Operation } from './core/context.js';
 export {
-  type GiveUpReason,
   isRejectedError,
   isResilienceError,
-  isRetriesExhaustedError,
   isStoreUnavailableError,
   isTimeoutError,
   RejectedError,
   ResilienceError,
   type ResilienceErrorOptions,
-  RetriesExhaustedError,
   StoreUnavailableError,
   TimeoutError,
 } from './core/errors.js';
 export { type Disposer, type Listener, setListenerErrorHandler } from './core/events.js';
+export type {
+  FailureEvent,
+  PolicyEvents,
+  PolicyOptions,
+  RejectedEvent,
+  SuccessEvent,
+} from './core/gate.js';
 export { fromHttpStatus, type Problem, toHttpStatus, toProblem } from './core/http-status.js';
 export { isTransientKind, type Kind, kinds } from './core/kind.js';
 export { pipeline } from './core/pipeline.js';
 export type { ExecuteOptions, Policy, PolicyExtra } from './core/policy.js';
 export type { Random } from './core/random.js';
-export { findRetryAfter, parseRetryAfter, retryAfterOf } from './core/retry-after.js';
+export { parseRetryAfter, retryAfterOf } from './core/retry-after.js';
 export { HedgeCanceledError, isHedgeCanceledError } from './hedge/errors.js';
 export {
   type HedgeEvent,
-  type HedgeOptions,
   type HedgePolicy,
   type HedgeTrigger,
   hedge,
 } from './hedge/hedge.js';
+export type { HedgeOptions } from './hedge/options.js';
 export { isRateLimitedError, RateLimitedError } from './rate-limit/errors.js';
+export {
+  MemoryRateLimitStore,
+  type MemoryRateLimitStoreOptions,
+  memoryRateLimitStore,
+} from './rate-limit/memory-store.js';
 export type { RateLimitPolicy, RateLimitPolicyOptions } from './rate-limit/rate-limit-policy.js';
 export {
   RateLimiter,
@@ -105,9 +121,8 @@ export {
   type RateLimitRejectedEvent,
   type RateLimitStoreErrorEvent,
   type RateLimitWaitOptions,
-  type ResetReturn,
   rateLimiter,
-  type StoreErrorMode,
+  type StoreFailureMode,
 } from './rate-limit/rate-limiter.js';
 export type { RateLimitRuleOptions } from './rate-limit/rule.js';
 export type {
@@ -115,7 +130,6 @@ export type {
   RateLimitResult,
   RateLimitRule,
   RateLimitStore,
-  SyncRateLimitStore,
 } from './rate-limit/store.js';
 export {
   type Backoff,
@@ -130,29 +144,24 @@ export {
 } from './retry/backoff.js';
 export {
   type BudgetExhaustedEvent,
-  RetryBudget,
+  type RetryBudget,
   type RetryBudgetOptions,
   retryBudget,
 } from './retry/budget.js';
+export { type GiveUpReason, isRetriesExhaustedError, RetriesExhaustedError } from './retry/errors.js';
 export {
   type FallbackHandler,
   type FallbackOptions,
   type FallbackPolicy,
   fallback,
 } from './retry/fallback.js';
-export {
-  type GiveUpEvent,
-  type RetryEvent,
-  type RetryOptions,
-  RetryPolicy,
-  type RetryPredicate,
-  retry,
-  retryAll,
-  retryIf,
-} from './retry/retry.js';
-export { type TimeoutMode, type TimeoutOptions, TimeoutPolicy, timeout } from './retry/timeout.js';
-export {
-  MemoryRateLimitStore,
-  type MemoryRateLimitStoreOptions,
-  memoryRateLimitStore,
-} from './stores/memory/rate-limit.js';
+export type {
+  DeclineReason,
+  GiveUpEvent,
+  RetryEvent,
+  RetryOptions,
+  RetryPredicate,
+} from './retry/options.js';
+export { type RetryPolicy, retry, retryAll, retryIf } from './retry/retry.js';
+export type { TimeoutMode, TimeoutOptions } from './timeout/options.js';
+export { type TimeoutPolicy, timeout } from './timeout/timeout.js';

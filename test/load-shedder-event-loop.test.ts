@@ -4,7 +4,8 @@
  * Real time is used only to block the loop; the assertions are on decisions and counts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { isLoadShedError, type LoadShedder, loadShedder, processSignals } from '../src/node/index.js';
+import { isLoadShedError, type LoadShedder } from '../src/index.js';
+import { loadShedder, processSignals } from '../src/node/index.js';
 
 const shedders: LoadShedder[] = [];
 afterEach(() => {

@@ -6,10 +6,11 @@ import type { Context } from '../core/context.js';
 import { isRejectedError, isTimeoutError, RejectedError } from '../core/errors.js';
 import { setListenerErrorHandler } from '../core/events.js';
 import { pipeline } from '../core/pipeline.js';
-import { timeout } from '../retry/timeout.js';
 import { FakeClock } from '../testing/fake-clock.js';
-import { type BulkheadOptions, type BulkheadRejectedEvent, bulkhead } from './bulkhead.js';
+import { timeout } from '../timeout/timeout.js';
+import { type BulkheadRejectedEvent, bulkhead } from './bulkhead.js';
 import { BulkheadFullError, isBulkheadFullError, isConcurrencyLimitError } from './errors.js';
+import type { BulkheadOptions } from './options.js';
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -108,7 +109,8 @@ describe('bulkhead: admission and queueing', () => {
       maxQueue: 2,
       queueTimeoutMs: Infinity,
     });
-    expect(rejected).toEqual([{ reason: 'queue-full', inFlight: 2, queued: 2 }]);
+    expect(rejected).toEqual([{ policy: 'bulkhead', reason: 'queue-full', error }]);
+    expect([b.inFlight, b.queued]).toEqual([2, 2]);
 
     gates[1]!.resolve('b');
     await tick();
@@ -240,7 +242,7 @@ describe('bulkhead: leaving the queue', () => {
       queueTimeoutMs: 100,
       message: expect.stringMatching(/queue timeout/),
     });
-    expect(rejected).toEqual([{ reason: 'queue-timeout', inFlight: 1, queued: 0 }]);
+    expect(rejected).toEqual([{ policy: 'bulkhead', reason: 'queue-timeout', error: waiting.error }]);
     expect([b.inFlight, b.queued]).toEqual([1, 0]);
     gate.resolve(0);
     await held;

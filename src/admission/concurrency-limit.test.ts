@@ -6,8 +6,8 @@ import { isRejectedError, RejectedError } from '../core/errors.js';
 import { setListenerErrorHandler } from '../core/events.js';
 import { pipeline } from '../core/pipeline.js';
 import { retry } from '../retry/retry.js';
-import { timeout } from '../retry/timeout.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { timeout } from '../timeout/timeout.js';
 import { type ConcurrencyLimitRejectedEvent, concurrencyLimit } from './concurrency-limit.js';
 import { ConcurrencyLimitError, isBulkheadFullError, isConcurrencyLimitError } from './errors.js';
 
@@ -218,7 +218,9 @@ describe('concurrencyLimit: events', () => {
     dispose();
     dispose();
     await limit.execute(() => 1).catch(() => {});
-    expect(seen).toEqual([{ inFlight: 1, limit: 1 }]);
+    expect(seen).toEqual([
+      { policy: 'concurrency-limit', reason: 'limit-reached', error: expect.any(ConcurrencyLimitError) },
+    ]);
     expect(fromOptions).toHaveLength(2);
     gate.resolve(0);
     await held;

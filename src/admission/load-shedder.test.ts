@@ -7,8 +7,14 @@ import { setListenerErrorHandler } from '../core/events.js';
 import { toProblem } from '../core/http-status.js';
 import { pipeline } from '../core/pipeline.js';
 import { FakeClock } from '../testing/fake-clock.js';
-import { LoadShedder, type LoadShedderOptions, type SampledSignals } from './load-shedder.js';
-import { isLoadShedError, LoadShedError, type Priority, priorities } from './shed-error.js';
+import { isLoadShedError, LoadShedError } from './errors.js';
+import { type LoadShedder, loadShedder } from './load-shedder.js';
+import {
+  type LoadShedderOptions,
+  type Priority,
+  priorities,
+  type SampledSignals,
+} from './load-shedder-options.js';
 
 /** A source whose readings the test sets directly. */
 function manualSource(initial: SampledSignals = {}) {
@@ -25,7 +31,8 @@ function manualSource(initial: SampledSignals = {}) {
 /** A FakeClock that records keepAlive calls, as systemClock would unref a timer. */
 class RefTrackingClock extends FakeClock {
   readonly unrefed: TimerHandle[] = [];
-  keepAlive(handle: TimerHandle, alive: boolean): void {
+  override keepAlive(handle: TimerHandle, alive: boolean): void {
+    super.keepAlive(handle, alive);
     if (!alive) this.unrefed.push(handle);
   }
 }
@@ -44,7 +51,7 @@ async function make({
 }: Partial<LoadShedderOptions> & { readings?: SampledSignals } = {}) {
   const clock = new FakeClock();
   const src = manualSource(readings ?? {});
-  const shedder = new LoadShedder({
+  const shedder = loadShedder({
     limits: { eventLoopDelayMs: 100 },
     source: src.source,
     clock,
@@ -115,13 +122,13 @@ describe('LoadShedder options', () => {
     ['onSampleFailed', { ...base, onSampleFailed: {} }, /"onSampleFailed" to be a function/],
   ];
   it.each(bad)('rejects a bad %s with a TypeError naming it', (_name, options, message) => {
-    expect(() => new LoadShedder(options as LoadShedderOptions)).toThrow(TypeError);
-    expect(() => new LoadShedder(options as LoadShedderOptions)).toThrow(message);
+    expect(() => loadShedder(options as LoadShedderOptions)).toThrow(TypeError);
+    expect(() => loadShedder(options as LoadShedderOptions)).toThrow(message);
   });
 
   it('needs no source when only the in-flight limit is set, and then starts no timer', () => {
     const clock = new FakeClock();
-    const shedder = new LoadShedder({ limits: { inFlight: 3 }, clock });
+    const shedder = loadShedder({ limits: { inFlight: 3 }, clock });
     expect(clock.pendingTimers).toBe(0);
     expect(shedder.pressure.readings).toEqual({ inFlight: 0 });
   });
@@ -230,7 +237,7 @@ describe('LoadShedder sampling', () => {
   it('samples once at construction and then every intervalMs, on an unref’d timer', async () => {
     const clock = new RefTrackingClock();
     const src = manualSource({ eventLoopDelayMs: 10 });
-    const shedder = new LoadShedder({ limits: { eventLoopDelayMs: 100 }, source: src.source, clock });
+    const shedder = loadShedder({ limits: { eventLoopDelayMs: 100 }, source: src.source, clock });
     expect(src.source).toHaveBeenCalledTimes(1);
     expect(clock.pendingTimers).toBe(1);
     expect(clock.unrefed).toHaveLength(1);
@@ -282,7 +289,7 @@ describe('LoadShedder sampling', () => {
     const boom = new Error('source broke');
     let mode: 'ok' | 'throw' | 'null' = 'ok';
     const clock = new FakeClock();
-    const shedder = new LoadShedder({
+    const shedder = loadShedder({
       limits: { eventLoopDelayMs: 100 },
       clock,
       source: () => {
@@ -339,7 +346,7 @@ describe('LoadShedder first interval', () => {
     const clock = new FakeClock();
     // Flat out since boot: every windowed signal at 10× its limit, from the first call on.
     const src = manualSource({ cpuPercent: 1_000, eventLoopDelayMs: 1_000, eventLoopUtilization: 1 });
-    const shedder = new LoadShedder({
+    const shedder = loadShedder({
       limits: { cpuPercent: 100, eventLoopDelayMs: 100, eventLoopUtilization: 0.1 },
       source: src.source,
       clock,
@@ -569,7 +576,7 @@ describe('LoadShedder in-flight limit', () => {
         ),
         async (limit, calls) => {
           const clock = new FakeClock();
-          const shedder = new LoadShedder({ limits: { inFlight: limit }, clock });
+          const shedder = loadShedder({ limits: { inFlight: limit }, clock });
           let running = 0;
           let peak = 0;
           const settled: Promise<unknown>[] = [];
@@ -611,7 +618,7 @@ describe('LoadShedder in-flight reported by the source', () => {
   it('uses the larger of the reported count and its own, at once (a point reading) and on every sample', async () => {
     const clock = new FakeClock();
     const src = manualSource({ inFlight: 9 });
-    const shedder = new LoadShedder({ limits: { inFlight: 10 }, source: src.source, clock });
+    const shedder = loadShedder({ limits: { inFlight: 10 }, source: src.source, clock });
     expect(clock.pendingTimers).toBe(1);
     // low ⌊7⌋, normal 8, high 9, critical 10: 9 reported process-wide.
     expect(() => shedder.admit('low')).toThrow(
@@ -643,7 +650,7 @@ describe('LoadShedder in-flight reported by the source', () => {
   it('an invalid reported count is unknown; a failed sample and close() forget it', async () => {
     const clock = new FakeClock();
     const src = manualSource({ inFlight: Number.NaN });
-    const shedder = new LoadShedder({ limits: { inFlight: 10 }, source: src.source, clock });
+    const shedder = loadShedder({ limits: { inFlight: 10 }, source: src.source, clock });
     shedder.admit('low')();
     for (const bad of [-1, Infinity, '9' as unknown as number]) {
       src.set({ inFlight: bad });

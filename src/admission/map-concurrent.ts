@@ -1,30 +1,7 @@
-import { isAbortSignal, offAbort, onAbort, signalTypeError } from '../core/abort.js';
+import { offAbort, onAbort } from '../core/abort.js';
 import { isThenable } from '../core/policy.js';
-import { isFunction, optionKeys, optionsObject, positiveInteger, show } from '../core/validate.js';
-
-/** Options of {@link mapConcurrent}. */
-export interface MapConcurrentOptions {
-  /**
-   * The most `fn` calls in flight at once, and the most items pulled from `items` ahead of their
-   * results (a positive integer, or `Infinity`, which pulls the whole source: finite sources only).
-   * Required.
-   */
-  readonly concurrency: number;
-  /** Cancels the map: nothing new starts, running calls see their signal abort. */
-  readonly signal?: AbortSignal | undefined;
-  /**
-   * `false`: fail fast on the first error. `true`: run every item and resolve with one
-   * `PromiseSettledResult` per item, like `Promise.allSettled`.
-   * @default false
-   */
-  readonly settle?: boolean | undefined;
-}
-
-const mapConcurrentOptionKeys = optionKeys<MapConcurrentOptions>({
-  concurrency: true,
-  signal: true,
-  settle: true,
-});
+import { isFunction, show } from '../core/validate.js';
+import { type MapConcurrentOptions, readMapConcurrentOptions } from './options.js';
 
 /** What `fn` is told about the map it runs in. */
 export interface MapContext {
@@ -375,16 +352,9 @@ export function mapConcurrent<T, R>(
   let run: MapRun<T, R>;
   let signal: AbortSignal | undefined;
   try {
-    const o = optionsObject('mapConcurrent options', options, mapConcurrentOptionKeys);
-    if (options === undefined)
-      throw new TypeError('expected "mapConcurrent options" to be an options object, got undefined');
+    const o = readMapConcurrentOptions(options);
     isFunction('fn', fn);
-    const concurrency = positiveInteger('concurrency', o.concurrency, true);
-    if (o.signal !== undefined && !isAbortSignal(o.signal)) throw signalTypeError(o.signal);
     signal = o.signal;
-    if (o.settle !== undefined && typeof o.settle !== 'boolean') {
-      throw new TypeError(`expected "settle" to be a boolean, got ${show(o.settle)}`);
-    }
     const source = items as Partial<Iterable<T> & AsyncIterable<T>> | null;
     const array = Array.isArray(items);
     if (
@@ -396,7 +366,7 @@ export function mapConcurrent<T, R>(
       throw new TypeError(`expected "items" to be an iterable or async iterable, got ${show(items)}`);
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
-    run = new MapRun(fn, concurrency, o.settle === true, signal, array ? (items as T[]).length : 0);
+    run = new MapRun(fn, o.concurrency, o.settle, signal, array ? (items as T[]).length : 0);
     if (array) run.startArray(items as T[]);
     else if (typeof source![Symbol.asyncIterator] === 'function') {
       run.startAsyncIterator(source![Symbol.asyncIterator]!());

@@ -56,7 +56,7 @@ describe.each(ways)('circuitBreaker via %s', (_name, wrap) => {
       state: 'open',
       retryAfterMs: 600,
     });
-    expect(rejected).toHaveBeenCalledWith({ state: 'open', retryAfterMs: 600 });
+    expect(rejected).toHaveBeenCalledWith({ policy: 'circuit-breaker', reason: 'open', error });
   });
 
   it('a success resets the consecutive count', async () => {

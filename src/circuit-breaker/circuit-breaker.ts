@@ -1,27 +1,26 @@
 import { classify } from '../core/classify.js';
 import type { Clock } from '../core/clock.js';
-import type { Context, Operation } from '../core/context.js';
+import type { Context } from '../core/context.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
+import { type Admission, type CallNote, GatedPolicy, Refusal, type Ticket } from '../core/gate.js';
+import { isDependencyFailureKind } from '../core/kind.js';
 import { failure, type Outcome } from '../core/outcome.js';
-import { BasePolicy, type ExecuteOptions, isThenable, openEdge, runStep, type Step } from '../core/policy.js';
+import type { Step } from '../core/policy.js';
 import { TimeLimit, timeoutError } from '../core/time-limit.js';
-import { CircuitOpenError } from './errors.js';
+import { CircuitOpenError, type RefusingState } from './errors.js';
 import {
   type CircuitBreakerOptions,
   type CircuitSnapshot,
   type CircuitState,
-  type RejectedEvent,
   type ResolvedOptions,
   resolveOptions,
   type StateChangeEvent,
 } from './options.js';
 import { OutcomeWindow } from './window.js';
 
-const failureKinds = new Set(['transient', 'timeout', 'unavailable', 'overloaded', 'internal']);
-
 /** The default failure rule: the dependency failed to answer (not: it answered "no"). */
 function failedByKind(error: unknown): boolean {
-  return failureKinds.has(classify(error));
+  return isDependencyFailureKind(classify(error));
 }
 
 /** What one call turned out to say about the dependency. */
@@ -40,13 +39,14 @@ const Verdict = {
  * until `resetTimeoutMs` passes; half-open admits `halfOpenProbes` concurrent probes and refuses
  * the rest; `successThreshold` probe successes close it and any probe failure re-opens it.
  */
-export class CircuitBreakerPolicy extends BasePolicy {
+export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
   private readonly o: ResolvedOptions;
   private readonly clock: Clock;
   private readonly window: OutcomeWindow | undefined;
   private readonly limit: TimeLimit | undefined;
   private readonly stateChanged = new Listeners<StateChangeEvent>();
-  private readonly rejected = new Listeners<RejectedEvent>();
+  /** With `callTimeoutMs` or a slow-call rule, `run` times each call and judges it itself. */
+  private readonly timed: boolean;
   private current: CircuitState = 'closed';
   /** Bumped on every transition: outcomes of calls admitted under an older state are ignored. */
   private generation = 0;
@@ -58,7 +58,7 @@ export class CircuitBreakerPolicy extends BasePolicy {
 
   /** Use {@link circuitBreaker}. */
   constructor(options?: CircuitBreakerOptions) {
-    super();
+    super('circuit-breaker');
     const o = resolveOptions(options);
     this.o = o;
     this.clock = o.clock;
@@ -68,8 +68,9 @@ export class CircuitBreakerPolicy extends BasePolicy {
         : undefined;
     this.limit =
       o.callTimeoutMs === undefined ? undefined : new TimeLimit(o.clock, o.callTimeoutMode === 'aggressive');
+    this.timed = this.limit !== undefined || o.slowRate !== undefined;
     if (options?.onStateChange !== undefined) this.onStateChange(options.onStateChange);
-    if (options?.onRejected !== undefined) this.onRejected(options.onRejected);
+    this.configure(options ?? {}, o.clock);
     const initial = o.initialState;
     if (initial !== undefined) {
       this.current = initial.state;
@@ -91,11 +92,6 @@ export class CircuitBreakerPolicy extends BasePolicy {
   /** Subscribes to state changes; returns a disposer. */
   onStateChange(listener: Listener<StateChangeEvent>): Disposer {
     return this.stateChanged.add(listener);
-  }
-
-  /** Subscribes to refused calls; returns a disposer. */
-  onRejected(listener: Listener<RejectedEvent>): Disposer {
-    return this.rejected.add(listener);
   }
 
   /** Forces the circuit open until {@link reset}: every call is refused. */
@@ -128,47 +124,48 @@ export class CircuitBreakerPolicy extends BasePolicy {
     return Math.min(this.o.maxCallTimeoutMs, base * (1 + this.consecutiveFailures / 10));
   }
 
-  /**
-   * Runs `operation` if the circuit admits it; otherwise rejects at once with
-   * {@link CircuitOpenError} without calling it. The call's outcome feeds the trip rules.
-   */
-  override execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
-    // Fast path for the common case: no call timeout, no slow-call rule.
-    if (this.limit !== undefined || this.o.slowRate !== undefined) return super.execute(operation, options);
-    const context = openEdge(operation, options);
-    if (context instanceof Promise) return context;
-    const refusal = this.admit();
-    if (refusal !== undefined) return Promise.reject(refusal);
-    const probe = this.current === 'half-open';
-    const generation = this.generation;
-    let result: T | PromiseLike<T>;
-    try {
-      result = operation(context);
-    } catch (error) {
-      this.settle(generation, probe, this.judge(error, context), false);
-      return Promise.reject(error);
-    }
-    if (!isThenable<T>(result)) {
-      this.settle(generation, probe, Verdict.Success, false);
-      return Promise.resolve(result);
-    }
-    return Promise.resolve(result).then(
-      (value) => {
-        this.settle(generation, probe, Verdict.Success, false);
-        return value;
-      },
-      (error: unknown) => {
-        this.settle(generation, probe, this.judge(error, context), false);
-        throw error;
-      },
-    );
+  /** The fast path serves calls that need no timing: no call timeout, no slow-call rule. */
+  protected override direct(_context: Context): boolean {
+    return !this.timed;
   }
 
-  [runStep]<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
-    const refusal = this.admit();
-    if (refusal !== undefined) return Promise.resolve(failure(refusal));
-    const probe = this.current === 'half-open';
-    const generation = this.generation;
+  /**
+   * Admits a call (taking a probe slot when half-open) or refuses it with {@link CircuitOpenError}.
+   * The ticket remembers the state generation it was admitted under and whether it is a probe.
+   */
+  protected override admit(_context: Context): Admission<RefusingState> {
+    switch (this.current) {
+      case 'closed':
+        return this.generation * 2;
+      case 'open': {
+        const now = this.clock.now();
+        if (now < this.openUntil) return this.refuse('open', this.openUntil - now);
+        this.transition('half-open');
+        return this.takeProbe();
+      }
+      case 'half-open':
+        return this.takeProbe();
+      default:
+        return this.refuse('isolated', undefined);
+    }
+  }
+
+  /** Feeds an untimed call's outcome to the trip rules; `handled` when it counted as a failure. */
+  protected override settle(ticket: Ticket, failed: boolean, error: unknown, context: Context): boolean {
+    if (this.timed) return false; // judged in run, which has the times
+    const verdict = failed ? this.judge(error, context) : Verdict.Success;
+    this.feed(ticket, verdict, false);
+    return verdict === Verdict.Failure;
+  }
+
+  /** With `callTimeoutMs` or a slow-call rule: runs the call under its time limit and judges it. */
+  protected override run<T>(
+    next: Step<T>,
+    context: Context,
+    ticket: Ticket,
+    note: CallNote | undefined,
+  ): Promise<Outcome<T>> {
+    if (!this.timed) return next(context);
     const timedSlow = this.o.slowRate !== undefined;
     const limit = this.limit;
     // A cooperative call timeout returns a late value; the breaker fails it, so it needs the times.
@@ -187,38 +184,22 @@ export class CircuitBreakerPolicy extends BasePolicy {
         if (endedAt >= deadline) outcome = failure(timeoutError(ms, deadline - startedAt));
       }
       const slow = timedSlow && endedAt - startedAt >= this.o.slowCallMs;
-      this.settle(generation, probe, outcome.ok ? Verdict.Success : this.judge(outcome.error, context), slow);
+      const verdict = outcome.ok ? Verdict.Success : this.judge(outcome.error, context);
+      this.feed(ticket, verdict, slow);
+      if (note !== undefined && verdict === Verdict.Failure) note.handled = true;
       return outcome;
     });
   }
 
-  /** Admits a call (taking a probe slot when half-open) or returns the refusal. */
-  private admit(): CircuitOpenError | undefined {
-    switch (this.current) {
-      case 'closed':
-        return undefined;
-      case 'open': {
-        const now = this.clock.now();
-        if (now < this.openUntil) return this.refuse('open', this.openUntil - now);
-        this.transition('half-open');
-        return this.takeProbe();
-      }
-      case 'half-open':
-        return this.takeProbe();
-      default:
-        return this.refuse('isolated', undefined);
-    }
-  }
-
-  private takeProbe(): CircuitOpenError | undefined {
+  /** A half-open call: a probe's ticket (odd), or refused when every probe slot is taken. */
+  private takeProbe(): Admission<RefusingState> {
     if (this.probesInFlight >= this.o.halfOpenProbes) return this.refuse('half-open', undefined);
     this.probesInFlight++;
-    return undefined;
+    return this.generation * 2 + 1;
   }
 
-  private refuse(state: RejectedEvent['state'], retryAfterMs: number | undefined): CircuitOpenError {
-    if (this.rejected.active) this.rejected.emit({ state, retryAfterMs });
-    return new CircuitOpenError(state, retryAfterMs);
+  private refuse(state: RefusingState, retryAfterMs: number | undefined): Refusal<RefusingState> {
+    return new Refusal(state, new CircuitOpenError(state, retryAfterMs));
   }
 
   /**
@@ -248,11 +229,11 @@ export class CircuitBreakerPolicy extends BasePolicy {
     return classify(error) === 'canceled' ? Verdict.None : Verdict.Success;
   }
 
-  /** Feeds one call's verdict to the state machine. */
-  private settle(generation: number, probe: boolean, verdict: Verdict, slow: boolean): void {
+  /** Feeds the verdict of the call admitted with `ticket` to the state machine. */
+  private feed(ticket: Ticket, verdict: Verdict, slow: boolean): void {
     // A call admitted under an earlier state (before an open, reset or isolate) says nothing now.
-    if (generation !== this.generation) return;
-    if (probe) {
+    if (ticket >> 1 !== this.generation) return;
+    if ((ticket & 1) === 1) {
       this.probesInFlight--;
       if (verdict === Verdict.Failure) {
         this.consecutiveFailures++;

@@ -1,18 +1,25 @@
 import type { Clock } from '../core/clock.js';
-import { systemClock } from '../core/clock.js';
 import type { Listener } from '../core/events.js';
+import type { PolicyOptions, RejectedEvent } from '../core/gate.js';
+import { policyFields } from '../core/policy-fields.js';
 import {
-  inRange,
-  isClock,
-  isFunction,
-  nonNegative,
+  between,
+  clockField,
+  func,
+  listenerField,
+  nested,
+  nonNegativeNumber,
   oneOf,
-  optionKeys,
-  optionsObject,
-  positive,
-  positiveInteger,
-  show,
-} from '../core/validate.js';
+  optional,
+  positiveInt,
+  positiveNumber,
+  readOptions,
+  required,
+  type Schema,
+  withDefault,
+} from '../core/read-options.js';
+import { show } from '../core/validate.js';
+import type { RefusingState } from './errors.js';
 import type { RateRule } from './window.js';
 
 /** The states of a circuit breaker. */
@@ -31,23 +38,17 @@ export interface FailureRateOptions {
   readonly minimumThroughput?: number | undefined;
 }
 
-const failureRateOptionKeys = optionKeys<FailureRateOptions>({
-  threshold: true,
-  windowMs: true,
-  minimumThroughput: true,
-});
-
 /** A state change. */
 export interface StateChangeEvent {
   readonly from: CircuitState;
   readonly to: CircuitState;
 }
 
-/** A call refused without running. */
-export interface RejectedEvent {
-  readonly state: 'open' | 'half-open' | 'isolated';
-  readonly retryAfterMs: number | undefined;
-}
+/**
+ * A call refused without running: `{ policy, reason, error }`, `reason` being the state that
+ * refused it and `error` the {@link CircuitOpenError} (with `retryAfterMs` while open).
+ */
+export type CircuitRejectedEvent = RejectedEvent<RefusingState>;
 
 /** What {@link CircuitBreakerPolicy.toJSON} saves and `initialState` restores. */
 export interface CircuitSnapshot {
@@ -61,7 +62,7 @@ export interface CircuitSnapshot {
 }
 
 /** Options of `circuitBreaker`. */
-export interface CircuitBreakerOptions {
+export interface CircuitBreakerOptions extends PolicyOptions<RefusingState> {
   /**
    * Open after this many consecutive failed calls. Without `failureRate` (or a slow-call rule) it
    * defaults to 5; with both, either rule opens it.
@@ -113,29 +114,44 @@ export interface CircuitBreakerOptions {
   /** @default systemClock */
   readonly clock?: Clock | undefined;
   readonly onStateChange?: Listener<StateChangeEvent> | undefined;
-  readonly onRejected?: Listener<RejectedEvent> | undefined;
 }
 
-/** The option names `circuitBreaker` accepts (any other is refused). */
-export const circuitBreakerOptionKeys: ReadonlySet<string> = optionKeys<CircuitBreakerOptions>({
-  failureThreshold: true,
-  failureRate: true,
-  slowCallMs: true,
-  slowCallRate: true,
-  resetTimeoutMs: true,
-  resetBackoff: true,
-  maxResetTimeoutMs: true,
-  halfOpenProbes: true,
-  successThreshold: true,
-  callTimeoutMs: true,
-  maxCallTimeoutMs: true,
-  callTimeoutMode: true,
-  isFailure: true,
-  initialState: true,
-  clock: true,
-  onStateChange: true,
-  onRejected: true,
-});
+const failureRateSchema = {
+  threshold: required(between(Number.MIN_VALUE, 1)),
+  windowMs: required(positiveNumber),
+  minimumThroughput: withDefault(20, positiveInt),
+} satisfies Schema<FailureRateOptions>;
+
+const states: readonly CircuitState[] = ['closed', 'open', 'half-open', 'isolated'];
+
+const snapshotSchema = {
+  state: required(oneOf(states)),
+  consecutiveFailures: withDefault(0, nonNegativeNumber),
+  // Checked only for an open circuit (see `snapshot`): other states ignore it.
+  openUntil: { read: (_name: string, value: unknown) => value },
+  reopenCount: withDefault(0, nonNegativeNumber),
+} satisfies Schema<CircuitSnapshot>;
+
+/** The declared options of `circuitBreaker` (their keys are the options it accepts). */
+export const circuitBreakerSchema = {
+  failureThreshold: optional(positiveInt),
+  failureRate: optional(nested(failureRateSchema)),
+  slowCallMs: optional(positiveNumber),
+  slowCallRate: optional(between(Number.MIN_VALUE, 1)),
+  resetTimeoutMs: withDefault(10_000, positiveNumber),
+  resetBackoff: withDefault(1, between(1, Number.MAX_VALUE)),
+  maxResetTimeoutMs: optional(positiveNumber),
+  halfOpenProbes: withDefault(1, positiveInt),
+  successThreshold: withDefault(1, positiveInt),
+  callTimeoutMs: optional(positiveNumber),
+  maxCallTimeoutMs: optional(positiveNumber),
+  callTimeoutMode: optional(oneOf<CallTimeoutMode>(['aggressive', 'cooperative'])),
+  isFailure: optional(func<(error: unknown) => boolean>()),
+  initialState: optional(snapshot),
+  clock: clockField,
+  onStateChange: listenerField<StateChangeEvent>(),
+  ...policyFields<RefusingState>(),
+} satisfies Schema<CircuitBreakerOptions>;
 
 /** Options after validation and defaults. */
 export interface ResolvedOptions {
@@ -157,54 +173,37 @@ export interface ResolvedOptions {
   readonly clock: Clock;
 }
 
-const states: readonly CircuitState[] = ['closed', 'open', 'half-open', 'isolated'];
-
-/** Validates `circuitBreaker` options; throws a TypeError naming the first bad option. */
+/**
+ * Validates `circuitBreaker` options; throws a TypeError naming the first bad option (or a broken
+ * rule between options).
+ */
 export function resolveOptions(options: CircuitBreakerOptions | undefined): ResolvedOptions {
-  const o = optionsObject('circuitBreaker options', options, circuitBreakerOptionKeys);
-  let failureRate: RateRule | undefined;
-  let windowMs = 10_000;
-  let minimumThroughput = 20;
-  if (o.failureRate !== undefined) {
-    const rate = optionsObject('failureRate', o.failureRate, failureRateOptionKeys);
-    const threshold = inRange('failureRate.threshold', rate.threshold, Number.MIN_VALUE, 1);
-    windowMs = positive('failureRate.windowMs', rate.windowMs);
-    minimumThroughput = positiveInteger('failureRate.minimumThroughput', rate.minimumThroughput ?? 20);
-    failureRate = { threshold, minimumThroughput };
-  }
+  const o = readOptions('circuitBreaker options', options, circuitBreakerSchema);
+  const rate = o.failureRate;
+  const windowMs = rate?.windowMs ?? 10_000;
+  const minimumThroughput = rate?.minimumThroughput ?? 20;
+  const failureRate = rate === undefined ? undefined : { threshold: rate.threshold, minimumThroughput };
   if ((o.slowCallMs === undefined) !== (o.slowCallRate === undefined)) {
     throw new TypeError('expected "slowCallMs" and "slowCallRate" to be given together');
   }
   const slowRate =
-    o.slowCallRate === undefined
-      ? undefined
-      : { threshold: inRange('slowCallRate', o.slowCallRate, Number.MIN_VALUE, 1), minimumThroughput };
-  const slowCallMs = o.slowCallMs === undefined ? Infinity : positive('slowCallMs', o.slowCallMs);
+    o.slowCallRate === undefined ? undefined : { threshold: o.slowCallRate, minimumThroughput };
   const failureThreshold =
-    o.failureThreshold !== undefined
-      ? positiveInteger('failureThreshold', o.failureThreshold)
-      : failureRate === undefined && slowRate === undefined
-        ? 5
-        : Infinity;
-  const resetTimeoutMs = positive('resetTimeoutMs', o.resetTimeoutMs ?? 10_000);
-  const resetBackoff = inRange('resetBackoff', o.resetBackoff ?? 1, 1, Number.MAX_VALUE);
-  const maxResetTimeoutMs = positive('maxResetTimeoutMs', o.maxResetTimeoutMs ?? 16 * resetTimeoutMs);
+    o.failureThreshold ?? (failureRate === undefined && slowRate === undefined ? 5 : Infinity);
+  const resetTimeoutMs = o.resetTimeoutMs;
+  const maxResetTimeoutMs = o.maxResetTimeoutMs ?? 16 * resetTimeoutMs;
   if (maxResetTimeoutMs < resetTimeoutMs) {
     throw new TypeError(
       `expected "maxResetTimeoutMs" (${maxResetTimeoutMs}) to be at least "resetTimeoutMs" (${resetTimeoutMs})`,
     );
   }
-  const callTimeoutMs =
-    o.callTimeoutMs === undefined ? undefined : positive('callTimeoutMs', o.callTimeoutMs);
+  const callTimeoutMs = o.callTimeoutMs;
   for (const name of ['maxCallTimeoutMs', 'callTimeoutMode'] as const) {
     if (o[name] !== undefined && callTimeoutMs === undefined) {
       throw new TypeError(`expected "callTimeoutMs" with "${name}"`);
     }
   }
-  const maxCallTimeoutMs =
-    callTimeoutMs === undefined
-      ? Infinity
-      : positive('maxCallTimeoutMs', o.maxCallTimeoutMs ?? 3 * callTimeoutMs);
+  const maxCallTimeoutMs = callTimeoutMs === undefined ? Infinity : (o.maxCallTimeoutMs ?? 3 * callTimeoutMs);
   if (callTimeoutMs !== undefined && maxCallTimeoutMs < callTimeoutMs) {
     throw new TypeError(
       `expected "maxCallTimeoutMs" (${maxCallTimeoutMs}) to be at least "callTimeoutMs" (${callTimeoutMs})`,
@@ -213,41 +212,33 @@ export function resolveOptions(options: CircuitBreakerOptions | undefined): Reso
   return {
     failureThreshold,
     failureRate,
-    slowCallMs,
+    slowCallMs: o.slowCallMs ?? Infinity,
     slowRate,
     windowMs,
     resetTimeoutMs,
-    resetBackoff,
+    resetBackoff: o.resetBackoff,
     maxResetTimeoutMs,
-    halfOpenProbes: positiveInteger('halfOpenProbes', o.halfOpenProbes ?? 1),
-    successThreshold: positiveInteger('successThreshold', o.successThreshold ?? 1),
+    halfOpenProbes: o.halfOpenProbes,
+    successThreshold: o.successThreshold,
     callTimeoutMs,
     maxCallTimeoutMs,
-    callTimeoutMode: oneOf<CallTimeoutMode>('callTimeoutMode', o.callTimeoutMode ?? 'aggressive', [
-      'aggressive',
-      'cooperative',
-    ]),
-    isFailure: o.isFailure === undefined ? undefined : isFunction('isFailure', o.isFailure),
-    initialState: o.initialState === undefined ? undefined : snapshot(o.initialState),
-    clock: o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock),
+    callTimeoutMode: o.callTimeoutMode ?? 'aggressive',
+    isFailure: o.isFailure,
+    initialState: o.initialState,
+    clock: o.clock,
   };
 }
 
-function snapshot(value: unknown): CircuitSnapshot {
-  const s = optionsObject('initialState', value as CircuitSnapshot);
-  if (!states.includes(s.state as CircuitState)) {
-    throw new TypeError(
-      `expected "initialState.state" to be one of ${states.map((x) => `"${x}"`).join(', ')}, got ${show(s.state)}`,
-    );
-  }
-  const consecutiveFailures = nonNegative('initialState.consecutiveFailures', s.consecutiveFailures ?? 0);
-  const reopenCount = nonNegative('initialState.reopenCount', s.reopenCount ?? 0);
+/** Reads a saved {@link CircuitSnapshot}; an open one needs a finite `openUntil`. */
+function snapshot(name: string, value: unknown): CircuitSnapshot {
+  const s = nested(snapshotSchema)(name, value);
   if (s.state === 'open' && (typeof s.openUntil !== 'number' || !Number.isFinite(s.openUntil))) {
     throw new TypeError(
       `expected "initialState.openUntil" to be a finite number for an open circuit, got ${show(s.openUntil)}`,
     );
   }
-  return s.state === 'open'
-    ? { state: 'open', consecutiveFailures, reopenCount, openUntil: s.openUntil as number }
-    : { state: s.state as CircuitState, consecutiveFailures, reopenCount };
+  const { state, consecutiveFailures, reopenCount } = s;
+  return state === 'open'
+    ? { state, consecutiveFailures, reopenCount, openUntil: s.openUntil as number }
+    : { state, consecutiveFailures, reopenCount };
 }

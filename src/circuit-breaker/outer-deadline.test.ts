@@ -3,8 +3,9 @@ import type { Context, Operation } from '../core/context.js';
 import { isTimeoutError, TimeoutError } from '../core/errors.js';
 import { pipeline } from '../core/pipeline.js';
 import type { Policy } from '../core/policy.js';
-import { type TimeoutMode, timeout } from '../retry/timeout.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import type { TimeoutMode } from '../timeout/options.js';
+import { timeout } from '../timeout/timeout.js';
 import { type CircuitBreakerPolicy, circuitBreaker } from './circuit-breaker.js';
 
 /** A hung dependency that honours its signal: it rejects with `onAbort(signal)` when aborted. */

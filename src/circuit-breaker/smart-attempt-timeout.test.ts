@@ -1,8 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { Context } from '../core/context.js';
-import { isRetriesExhaustedError, isTimeoutError } from '../core/errors.js';
+import { isTimeoutError } from '../core/errors.js';
 import { pipeline } from '../core/pipeline.js';
 import type { Policy } from '../core/policy.js';
+import { isRetriesExhaustedError } from '../retry/errors.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { inferredResilient, type SmartResiliencePolicy, smartResilience } from './smart.js';
 

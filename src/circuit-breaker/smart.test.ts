@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { Context } from '../core/context.js';
-import { isRetriesExhaustedError, isTimeoutError, ResilienceError } from '../core/errors.js';
+import { isTimeoutError, ResilienceError } from '../core/errors.js';
+import { isRetriesExhaustedError } from '../retry/errors.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { isCircuitOpenError } from './errors.js';
 import { inferredResilient, smartResilience } from './smart.js';

@@ -2,13 +2,25 @@ import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
 import type { Outcome } from '../core/outcome.js';
 import { BasePolicy, runStep, type Step } from '../core/policy.js';
-import { optionKeys, optionsObject, positive } from '../core/validate.js';
+import {
+  clockField,
+  func,
+  instanceOf,
+  nested,
+  optional,
+  positiveInt,
+  positiveIntOrInfinity,
+  positiveNumber,
+  readOptions,
+  type Schema,
+  withDefault,
+} from '../core/read-options.js';
 import { type Backoff, exponentialJitter } from '../retry/backoff.js';
-import type { RetryBudget } from '../retry/budget.js';
+import { RetryBudget } from '../retry/budget.js';
 import { type RetryPolicy, retry } from '../retry/retry.js';
-import { type TimeoutPolicy, timeout } from '../retry/timeout.js';
+import { type TimeoutPolicy, timeout } from '../timeout/timeout.js';
 import { type CircuitBreakerPolicy, circuitBreaker } from './circuit-breaker.js';
-import { type CircuitBreakerOptions, circuitBreakerOptionKeys } from './options.js';
+import { type CircuitBreakerOptions, circuitBreakerSchema } from './options.js';
 
 /**
  * Options of {@link smartResilience}. Every default is {@link inferredResilient}'s, except
@@ -42,22 +54,26 @@ export interface SmartResilienceOptions {
     | undefined;
 }
 
-const smartOptionKeys = optionKeys<SmartResilienceOptions>({
-  maxAttempts: true,
-  backoff: true,
-  failureThreshold: true,
-  resetTimeoutMs: true,
-  callTimeoutMs: true,
-  attemptTimeoutMs: true,
-  budget: true,
-  clock: true,
-  breaker: true,
-});
-/** The breaker options `breaker` may carry: all but those smartResilience sets itself. */
-const breakerOptionKeys: ReadonlySet<string> = new Set(
-  [...circuitBreakerOptionKeys].filter((key) => !smartOptionKeys.has(key)),
-);
-const inferredOptionKeys = optionKeys<{ clock?: unknown }>({ clock: true });
+// The breaker options `breaker` may carry: all but those smartResilience sets itself.
+const {
+  failureThreshold: _failureThreshold,
+  resetTimeoutMs: _resetTimeoutMs,
+  callTimeoutMs: _callTimeoutMs,
+  clock: _clock,
+  ...breakerSchema
+} = circuitBreakerSchema;
+
+const smartSchema = {
+  maxAttempts: withDefault(4, positiveIntOrInfinity),
+  backoff: withDefault(exponentialJitter({ baseMs: 100, maxMs: 2_000 }), func<Backoff>()),
+  failureThreshold: withDefault(5, positiveInt),
+  resetTimeoutMs: withDefault(10_000, positiveNumber),
+  callTimeoutMs: withDefault(3_000, positiveNumber),
+  attemptTimeoutMs: optional(positiveNumber),
+  budget: optional(instanceOf(RetryBudget, 'a RetryBudget from retryBudget()')),
+  clock: clockField,
+  breaker: optional(nested(breakerSchema)),
+} satisfies Schema<SmartResilienceOptions>;
 
 /**
  * The kind-driven composite: `breaker(retry(attemptTimeout?(operation)))`. Exposes its parts for
@@ -74,29 +90,20 @@ export class SmartResiliencePolicy extends BasePolicy {
   /** Use {@link smartResilience}. */
   constructor(options?: SmartResilienceOptions) {
     super();
-    const o = optionsObject('smartResilience options', options, smartOptionKeys);
-    const clock = o.clock;
-    const breakerOptions = optionsObject('breaker', o.breaker, breakerOptionKeys);
+    const o = readOptions('smartResilience options', options, smartSchema);
+    const { clock } = o;
     this.breaker = circuitBreaker({
-      ...breakerOptions,
-      failureThreshold: o.failureThreshold ?? 5,
-      resetTimeoutMs: o.resetTimeoutMs ?? 10_000,
-      callTimeoutMs: o.callTimeoutMs ?? 3_000,
-      ...(clock === undefined ? {} : { clock }),
+      ...o.breaker,
+      failureThreshold: o.failureThreshold,
+      resetTimeoutMs: o.resetTimeoutMs,
+      callTimeoutMs: o.callTimeoutMs,
+      clock,
     });
-    this.retry = retry({
-      maxAttempts: o.maxAttempts ?? 4,
-      backoff: o.backoff ?? exponentialJitter({ baseMs: 100, maxMs: 2_000 }),
-      ...(o.budget === undefined ? {} : { budget: o.budget }),
-      ...(clock === undefined ? {} : { clock }),
-    });
+    this.retry = retry({ maxAttempts: o.maxAttempts, backoff: o.backoff, budget: o.budget, clock });
     this.attemptTimeout =
       o.attemptTimeoutMs === undefined
         ? undefined
-        : timeout(positive('attemptTimeoutMs', o.attemptTimeoutMs), {
-            mode: breakerOptions.callTimeoutMode ?? 'aggressive',
-            clock,
-          });
+        : timeout(o.attemptTimeoutMs, { mode: o.breaker?.callTimeoutMode ?? 'aggressive', clock });
   }
 
   [runStep]<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
@@ -141,6 +148,6 @@ export function smartResilience(options?: SmartResilienceOptions): SmartResilien
  * await resilient.execute(({ signal }) => fetch(url, { signal }).then(check));
  */
 export function inferredResilient(options?: { readonly clock?: Clock | undefined }): SmartResiliencePolicy {
-  const o = optionsObject('inferredResilient options', options, inferredOptionKeys);
-  return new SmartResiliencePolicy({ attemptTimeoutMs: 1_000, clock: o.clock });
+  const { clock } = readOptions('inferredResilient options', options, { clock: clockField });
+  return new SmartResiliencePolicy({ attemptTimeoutMs: 1_000, clock });
 }

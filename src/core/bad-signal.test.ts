@@ -1,15 +1,15 @@
 import { describe, expect, it, vi } from 'vitest';
 import { bulkhead } from '../admission/bulkhead.js';
 import { concurrencyLimit } from '../admission/concurrency-limit.js';
-import { LoadShedder } from '../admission/load-shedder.js';
+import { loadShedder } from '../admission/load-shedder.js';
 import { circuitBreaker } from '../circuit-breaker/circuit-breaker.js';
 import { inferredResilient, smartResilience } from '../circuit-breaker/smart.js';
 import { hedge } from '../hedge/hedge.js';
 import { rateLimiter } from '../rate-limit/rate-limiter.js';
 import { fallback } from '../retry/fallback.js';
 import { retry, retryAll, retryIf } from '../retry/retry.js';
-import { timeout } from '../retry/timeout.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { timeout } from '../timeout/timeout.js';
 import { pipeline } from './pipeline.js';
 import { composable, type Policy } from './policy.js';
 
@@ -30,7 +30,7 @@ const factories: readonly (readonly [string, () => Policy<unknown>])[] = [
   ['inferredResilient', () => inferredResilient({ clock })],
   ['bulkhead', () => bulkhead({ maxConcurrent: 1, maxQueue: 1, clock })],
   ['concurrencyLimit', () => concurrencyLimit(1)],
-  ['loadShedder policy', () => new LoadShedder({ limits: { inFlight: 10 }, clock }).policy('normal')],
+  ['loadShedder policy', () => loadShedder({ limits: { inFlight: 10 }, clock }).policy('normal')],
   ['rateLimiter policy', () => rateLimiter({ limit: 10, periodMs: 1_000, clock }).policy('k')],
   [
     'rateLimiter policy (wait)',

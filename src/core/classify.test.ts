@@ -4,14 +4,9 @@ import fc from 'fast-check';
 import { ReplyError } from 'ioredis';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { RetriesExhaustedError } from '../retry/errors.js';
 import { classify, httpStatusKind, isTransient } from './classify.js';
-import {
-  RejectedError,
-  ResilienceError,
-  RetriesExhaustedError,
-  StoreUnavailableError,
-  TimeoutError,
-} from './errors.js';
+import { RejectedError, ResilienceError, StoreUnavailableError, TimeoutError } from './errors.js';
 import { isTransientKind, type Kind, kinds } from './kind.js';
 import { retryAfterOf } from './retry-after.js';
 

@@ -8,9 +8,7 @@
 
 import { children, enter, get, getString, isObject, MAX_DEPTH, type Walk } from './error-walk.js';
 import { isResilienceError } from './errors.js';
-import { isTransientKind, type Kind, kinds } from './kind.js';
-
-const knownKinds: ReadonlySet<string> = new Set(kinds);
+import { isKind, isTransientKind, type Kind } from './kind.js';
 
 // ---------------------------------------------------------------------------------------------
 // HTTP statuses
@@ -55,8 +53,9 @@ function isErrorStatus(value: unknown): value is number {
 
 /**
  * The kind of an HTTP error status, or `undefined` when `status` is not an integer from 400 to 599
- * (1xx–3xx are not failures; anything else is not a status). Never throws. `fromHttpStatus` is the
- * strict variant that throws instead of returning `undefined`.
+ * (1xx–3xx are not failures; anything else is not a status). Never throws. Internal: what
+ * `classify()` reads statuses with; the public mapping is `fromHttpStatus`, which throws for a
+ * status that is not an error instead of returning `undefined`.
  *
  * Notable choices: 408 and 504 are `timeout`; 421 (retry on another connection) and 425 (Too Early)
  * are `transient`; 502 and 503 are `unavailable`; 500, 501 and unlisted 5xx are `internal` (a server
@@ -328,7 +327,7 @@ function resilienceKind(value: object): Kind | undefined {
   }
   if (!resilience) return undefined;
   const kind = get(value, 'kind');
-  return typeof kind === 'string' && knownKinds.has(kind) ? (kind as Kind) : 'internal';
+  return isKind(kind) ? kind : 'internal';
 }
 
 /** What one foreign object says about itself, ignoring its causes. */

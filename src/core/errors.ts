@@ -104,34 +104,6 @@ export class TimeoutError extends RejectedError {
 /** True for a {@link TimeoutError} from any copy of bulwark. */
 export const isTimeoutError = guard<TimeoutError>('ERR_TIMEOUT');
 
-/** Why a retry policy stopped trying. */
-export type GiveUpReason = 'attempts' | 'elapsed' | 'deadline';
-
-/**
- * A retry policy stopped before success. `cause` is the last attempt's error and `kind` is that
- * error's kind, so callers (and an outer breaker) see what actually failed.
- */
-export class RetriesExhaustedError extends RejectedError {
-  /** How many attempts ran, the first included. */
-  readonly attempts: number;
-  /** Why it stopped: no attempts left, `maxElapsedMs` spent, or the deadline cannot fit another try. */
-  readonly reason: GiveUpReason;
-  constructor(attempts: number, reason: GiveUpReason, lastError: unknown, kind: Kind) {
-    const why =
-      reason === 'attempts'
-        ? `gave up after ${attempts} attempt${attempts === 1 ? '' : 's'}`
-        : reason === 'elapsed'
-          ? `gave up after ${attempts} attempt${attempts === 1 ? '' : 's'}: maxElapsedMs spent`
-          : `gave up after ${attempts} attempt${attempts === 1 ? '' : 's'}: the deadline cannot fit another attempt`;
-    const last = lastError instanceof Error ? lastError.message : String(lastError);
-    super(`${why}; last error: ${last}`, { code: 'ERR_RETRIES_EXHAUSTED', kind, cause: lastError });
-    this.attempts = attempts;
-    this.reason = reason;
-  }
-}
-/** True for a {@link RetriesExhaustedError} from any copy of bulwark. */
-export const isRetriesExhaustedError = guard<RetriesExhaustedError>('ERR_RETRIES_EXHAUSTED');
-
 /**
  * A backing store (Redis, PostgreSQL) failed or missed its own deadline. Kind `unavailable`.
  * Never disguised as a limit hit or a cache miss. Not exposed: its message may quote the driver's

@@ -1,17 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BulkheadFullError, ConcurrencyLimitError } from '../admission/errors.js';
-import { LoadShedError } from '../admission/shed-error.js';
+import { BulkheadFullError, ConcurrencyLimitError, LoadShedError } from '../admission/errors.js';
 import { CircuitOpenError } from '../circuit-breaker/errors.js';
 import { RateLimitedError } from '../rate-limit/errors.js';
+import { RetriesExhaustedError } from '../retry/errors.js';
 import { classify } from './classify.js';
-import {
-  RejectedError,
-  ResilienceError,
-  RetriesExhaustedError,
-  StoreUnavailableError,
-  TimeoutError,
-} from './errors.js';
+import { RejectedError, ResilienceError, StoreUnavailableError, TimeoutError } from './errors.js';
 import { fromHttpStatus, toHttpStatus, toProblem } from './http-status.js';
 import { isTransientKind, type Kind, kinds } from './kind.js';
 

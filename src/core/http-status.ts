@@ -4,9 +4,9 @@
  * touches a request or response.
  */
 import { classify, httpStatusKind } from './classify.js';
-import { isResilienceError, isRetriesExhaustedError } from './errors.js';
+import { isResilienceError, type ResilienceError } from './errors.js';
 import { isTransientKind, type Kind, kinds } from './kind.js';
-import { clampRetryAfterMs, findRetryAfter } from './retry-after.js';
+import { clampRetryAfterMs, retryAfterOf } from './retry-after.js';
 import { optionKeys, refuseUnknownKeys, show } from './validate.js';
 
 const statuses: Readonly<Record<Kind, number>> = {
@@ -54,9 +54,8 @@ export function toHttpStatus(kind: Kind): number {
  *
  * Only error statuses have a kind. Throws a `TypeError` for anything that is not an integer from
  * 400 to 599: a 1xx, 2xx or 3xx is not a failure, and mapping it to some kind would hide the
- * caller's bug (it checked the wrong thing) behind a plausible-looking answer. Use
- * {@link httpStatusKind} for a variant that returns `undefined` instead; `classify()` uses that and
- * ignores non-error statuses.
+ * caller's bug (it checked the wrong thing) behind a plausible-looking answer (`classify()` reads
+ * statuses on errors the same way and ignores non-error ones).
  *
  * @example
  * const res = await fetch(url, { signal });
@@ -158,14 +157,24 @@ function exposedMessage(error: unknown): string | undefined {
   }
 }
 
+/**
+ * The attempts of a retry policy's `RetriesExhaustedError` (code `ERR_RETRIES_EXHAUSTED`, defined in
+ * retry/errors.ts, which core does not import), or undefined for any other error.
+ */
+function givenUpAfter(error: ResilienceError): number | undefined {
+  if (error.code !== 'ERR_RETRIES_EXHAUSTED') return undefined;
+  const attempts = (error as { readonly attempts?: unknown }).attempts;
+  return typeof attempts === 'number' ? attempts : undefined;
+}
+
 /** Our error's code and the detail to show, or undefined for a foreign error. */
 function ownDetail(error: unknown, kind: Kind): { code: string; detail: string } | undefined {
   try {
     if (!isResilienceError(error)) return undefined;
     const code = typeof error.code === 'string' ? error.code : 'ERR_UNKNOWN';
-    if (isRetriesExhaustedError(error)) {
+    const n = givenUpAfter(error);
+    if (n !== undefined) {
       // Its message quotes the last error's message, which is foreign: keep only our part.
-      const n = error.attempts;
       return { code, detail: `${details[kind]} Gave up after ${n} attempt${n === 1 ? '' : 's'}.` };
     }
     return { code, detail: exposedMessage(error) ?? details[kind] };
@@ -210,7 +219,7 @@ export function toProblem(error: unknown, options: ToProblemOptions = {}): Probl
   }
   const kind = classify(error);
   const own = ownDetail(error, kind);
-  const found = isTransientKind(kind) ? findRetryAfter(error, nowMs) : undefined;
+  const found = isTransientKind(kind) ? retryAfterOf(error, nowMs) : undefined;
   const retryAfterMs = found === undefined ? undefined : clampRetryAfterMs(found);
   return {
     type: `urn:bulwark:problem:${kind}`,

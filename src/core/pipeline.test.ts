@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { retry } from '../retry/retry.js';
-import { timeout } from '../retry/timeout.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { timeout } from '../timeout/timeout.js';
 import type { Context } from './context.js';
 import { ResilienceError, TimeoutError } from './errors.js';
 import { pipeline } from './pipeline.js';

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { RejectedError, RetriesExhaustedError } from './errors.js';
-import { findRetryAfter, parseRetryAfter, retryAfterOf } from './retry-after.js';
+import { RetriesExhaustedError } from '../retry/errors.js';
+import { RejectedError } from './errors.js';
+import { parseRetryAfter, retryAfterOf } from './retry-after.js';
 
 /** An Error with extra fields, as drivers build them. */
 function err(fields: Record<string, unknown>, message = 'boom'): Error {
@@ -184,14 +185,5 @@ describe('retryAfterOf', () => {
 
   it('throws a TypeError for a bad nowMs', () => {
     expect(() => retryAfterOf(new Error('x'), Number.POSITIVE_INFINITY)).toThrow(TypeError);
-  });
-});
-
-describe('findRetryAfter', () => {
-  it('skips HTTP-dates without a time but reads delay-seconds', () => {
-    expect(findRetryAfter(err({ headers: { 'retry-after': '2' } }), undefined)).toBe(2_000);
-    expect(
-      findRetryAfter(err({ headers: { 'retry-after': 'Wed, 21 Oct 2015 07:28:00 GMT' } }), undefined),
-    ).toBe(undefined);
   });
 });

@@ -172,38 +172,28 @@ function retryAfterIn(
 }
 
 /**
- * {@link retryAfterOf} for callers that may not know the time: with `nowMs` undefined, `Retry-After`
- * headers given as an HTTP-date are ignored (delay-seconds and `retryAfterMs` still count). Never
- * throws, not even for a bad `nowMs` (a non-finite one reads HTTP-dates as nothing useful); prefer
- * {@link retryAfterOf} when the time is known.
+ * How long the error asks the caller to wait before trying again, in milliseconds, or `undefined`
+ * when it does not say. Reads bulwark's `retryAfterMs` and a `Retry-After` header in `headers` or
+ * `response.headers` (a plain object with a key in any case, or anything with a `get()` such as
+ * `Headers` or axios' `AxiosHeaders`), on the error and then along its causes as {@link classify}
+ * walks them; the first one found wins. Header values are read by {@link parseRetryAfter}. Without
+ * `nowMs`, a `Retry-After` given as an HTTP-date is skipped (delay-seconds and `retryAfterMs` still
+ * count): pass the time when you know it.
+ *
+ * Never negative; never throws on hostile errors. Throws a `TypeError` when a `nowMs` is given that
+ * is not a finite number.
  *
  * @example
- * findRetryAfter(error, undefined); // 2000 for a 429 with `retry-after: 2`
+ * const waitMs = retryAfterOf(error, clock.now()) ?? backoff(retry);
+ * retryAfterOf(error); // 2000 for a 429 with `retry-after: 2`
  */
-export function findRetryAfter(error: unknown, nowMs: number | undefined): number | undefined {
+export function retryAfterOf(error: unknown, nowMs?: number | undefined): number | undefined {
+  if (nowMs !== undefined) checkNow(nowMs);
   try {
     return retryAfterIn(error, 0, nowMs, { seen: new Set(), nodes: 0 });
   } catch {
     return undefined;
   }
-}
-
-/**
- * How long the error asks the caller to wait before trying again, in milliseconds, or `undefined`
- * when it does not say. Reads bulwark's `retryAfterMs` and a `Retry-After` header in `headers` or
- * `response.headers` (a plain object with a key in any case, or anything with a `get()` such as
- * `Headers` or axios' `AxiosHeaders`), on the error and then along its causes as {@link classify}
- * walks them; the first one found wins. Header values are read by {@link parseRetryAfter}.
- *
- * Never negative; never throws on hostile errors. Throws a `TypeError` when `nowMs` is not a finite
- * number.
- *
- * @example
- * const waitMs = retryAfterOf(error, clock.now()) ?? backoff(retry);
- */
-export function retryAfterOf(error: unknown, nowMs: number): number | undefined {
-  checkNow(nowMs);
-  return findRetryAfter(error, nowMs);
 }
 
 /**

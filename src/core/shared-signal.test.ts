@@ -5,8 +5,8 @@ import { bulkhead } from '../admission/bulkhead.js';
 import { hedge } from '../hedge/hedge.js';
 import { constant } from '../retry/backoff.js';
 import { retryAll } from '../retry/retry.js';
-import { timeout } from '../retry/timeout.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { timeout } from '../timeout/timeout.js';
 import type { Context } from './context.js';
 import type { Policy } from './policy.js';
 

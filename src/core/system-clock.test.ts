@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { hedge } from '../hedge/hedge.js';
 import { rateLimiter } from '../rate-limit/rate-limiter.js';
-import { timeout } from '../retry/timeout.js';
+import { timeout } from '../timeout/timeout.js';
 import { chainedTimers, MAX_TIMER_MS, type RuntimeTimers, systemClock } from './clock.js';
 
 const day = 86_400_000;

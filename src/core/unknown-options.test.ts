@@ -7,35 +7,35 @@ import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { bulkhead } from '../admission/bulkhead.js';
 import { concurrencyLimit } from '../admission/concurrency-limit.js';
-import { LoadShedder } from '../admission/load-shedder.js';
+import { loadShedder as webLoadShedder } from '../admission/load-shedder.js';
 import { mapConcurrent } from '../admission/map-concurrent.js';
 import { circuitBreaker } from '../circuit-breaker/circuit-breaker.js';
 import { inferredResilient, smartResilience } from '../circuit-breaker/smart.js';
 import { hedge } from '../hedge/hedge.js';
 import { bulkheadMiddleware, fastifyBulkhead } from '../http/bulkhead.js';
+import type { FastifyInstanceLike } from '../http/fastify-types.js';
 import { fastifyLoadShedding, loadSheddingMiddleware } from '../http/load-shedding.js';
-import type { FastifyAdmissionInstance } from '../http/overload-reply.js';
 import { problemReply, problemResponse } from '../http/problem-response.js';
 import { fastifyRateLimit, rateLimitMiddleware } from '../http/rate-limit.js';
-import { loadShedder } from '../node/index.js';
+import { loadShedder } from '../node/load-shedder.js';
 import { processSignals } from '../node/process-signals.js';
+import { memoryRateLimitStore } from '../rate-limit/memory-store.js';
 import { rateLimiter } from '../rate-limit/rate-limiter.js';
 import { decorrelatedJitter, exponential, exponentialJitter, fullJitter } from '../retry/backoff.js';
 import { retryBudget } from '../retry/budget.js';
 import { fallback } from '../retry/fallback.js';
 import { retry, retryAll, retryIf } from '../retry/retry.js';
-import { timeout } from '../retry/timeout.js';
-import { memoryRateLimitStore } from '../stores/memory/rate-limit.js';
 import { redisStores } from '../stores/redis/index.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { timeout } from '../timeout/timeout.js';
 import { toProblem } from './http-status.js';
 
 const clock = new FakeClock();
 const limiter = rateLimiter({ limit: 10, periodMs: 1_000, clock });
-const shedder = new LoadShedder({ limits: { inFlight: 10 }, clock });
+const shedder = webLoadShedder({ limits: { inFlight: 10 }, clock });
 const held = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
 const fakeRedis = { evalsha() {}, eval() {} } as never;
-const fastify = { addHook() {} } as FastifyAdmissionInstance;
+const fastify = { addHook() {} } as FastifyInstanceLike;
 
 /** The error a callback-style Fastify plugin reports (through `done` or by throwing). */
 function pluginError(register: (done: (error?: Error) => void) => void): unknown {
@@ -95,14 +95,14 @@ const rows: [string, () => unknown, string, string | null][] = [
   ],
   [
     'LoadShedder',
-    () => new LoadShedder({ limits: { inFlight: 1 }, interval: 5 } as never),
+    () => webLoadShedder({ limits: { inFlight: 1 }, interval: 5 } as never),
     'interval',
     'intervalMs',
   ],
-  ['LoadShedder limits', () => new LoadShedder({ limits: { cpu: 50 } } as never), 'cpu', 'cpuPercent'],
+  ['LoadShedder limits', () => webLoadShedder({ limits: { cpu: 50 } } as never), 'cpu', 'cpuPercent'],
   [
     'LoadShedder thresholds',
-    () => new LoadShedder({ limits: { inFlight: 1 }, thresholds: { hihg: 0.9 } } as never),
+    () => webLoadShedder({ limits: { inFlight: 1 }, thresholds: { hihg: 0.9 } } as never),
     'hihg',
     'high',
   ],
@@ -139,9 +139,9 @@ const rows: [string, () => unknown, string, string | null][] = [
   ],
   [
     'loadSheddingMiddleware',
-    () => loadSheddingMiddleware({ shedder, priority: () => 'low', exemt: () => true } as never),
-    'exemt',
-    'exempt',
+    () => loadSheddingMiddleware({ shedder, priority: () => 'low', skipp: () => true } as never),
+    'skipp',
+    'skip',
   ],
   [
     'fastifyLoadShedding',

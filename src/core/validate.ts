@@ -113,12 +113,19 @@ export function refuseUnknownKeys(
 ): void {
   if (options === undefined) return;
   for (const key of Object.keys(options)) {
-    if (known.has(key)) continue;
-    const near = closest(key, known);
-    throw new TypeError(
-      `unknown option ${show(key)} in ${name}${near === undefined ? '' : `; did you mean ${show(near)}?`}`,
-    );
+    if (!known.has(key)) throw unknownKeyError(name, key, known);
   }
+}
+
+/**
+ * The `TypeError` for an option `key` that `name` (say, "retry options") does not know, naming the
+ * nearest of the `known` names when one is near enough to be a typo.
+ */
+export function unknownKeyError(name: string, key: string, known: Iterable<string>): TypeError {
+  const near = closest(key, known);
+  return new TypeError(
+    `unknown option ${show(key)} in ${name}${near === undefined ? '' : `; did you mean ${show(near)}?`}`,
+  );
 }
 
 /**
@@ -126,7 +133,7 @@ export function refuseUnknownKeys(
  * ignored, a swap of two letters is one edit), or one name a prefix of the other (`delay` for
  * `delayMs`).
  */
-function closest(key: string, known: ReadonlySet<string>): string | undefined {
+function closest(key: string, known: Iterable<string>): string | undefined {
   const typed = key.toLowerCase();
   const nearEnough = Math.max(1, Math.floor(key.length / 3));
   let best: string | undefined;

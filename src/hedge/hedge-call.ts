@@ -56,7 +56,8 @@ export interface HedgeSettings {
 export class HedgeCall<T> {
   /** Tries started and not yet settled, in start order. */
   private readonly inFlight: TryContext[] = [];
-  private started = 0;
+  /** Tries started so far (a hedge started when above 1). */
+  started = 0;
   /** No further try may start (the budget refused one, or the deadline passed). */
   private stopped = false;
   private done = false;

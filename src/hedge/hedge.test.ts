@@ -6,8 +6,8 @@ import { pipeline } from '../core/pipeline.js';
 import { constant } from '../retry/backoff.js';
 import { retryBudget } from '../retry/budget.js';
 import { retry } from '../retry/retry.js';
-import { timeout } from '../retry/timeout.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { timeout } from '../timeout/timeout.js';
 import { HedgeCanceledError, isHedgeCanceledError } from './errors.js';
 import { type HedgeEvent, hedge } from './hedge.js';
 

@@ -1,5 +1,4 @@
 import { classify } from '../core/classify.js';
-import { type Clock, systemClock } from '../core/clock.js';
 import {
   AttemptContext,
   type Context,
@@ -8,73 +7,15 @@ import {
   type Operation,
 } from '../core/context.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
-import type { Kind } from '../core/kind.js';
+import { type CallNote, GatedPolicy, type PolicyEvents, type Ticket } from '../core/gate.js';
+import { isPermanentKind } from '../core/kind.js';
 import { failure, type Outcome } from '../core/outcome.js';
-import { BasePolicy, type ExecuteOptions, invoke, type Policy, runStep, type Step } from '../core/policy.js';
-import {
-  isClock,
-  isFunction,
-  nonNegative,
-  optionKeys,
-  optionsObject,
-  positiveInteger,
-  show,
-} from '../core/validate.js';
-import { RetryBudget } from '../retry/budget.js';
+import { type ExecuteOptions, invoke, type Policy, type Step } from '../core/policy.js';
 import type { HedgeCanceledError } from './errors.js';
 import { HedgeCall, type HedgeEvent, type HedgeSettings } from './hedge-call.js';
+import { type HedgeOptions, readHedgeOptions } from './options.js';
 
 export type { HedgeEvent, HedgeTrigger } from './hedge-call.js';
-
-/** Options of {@link hedge}. */
-export interface HedgeOptions<V = never> {
-  /**
-   * Total tries, the first included: `attempts: 3` is the call and at most two hedges. Try n sees
-   * `context.attempt = n`. With `variants`, it defaults to (and must equal) `variants.length`.
-   * @default 2 (or variants.length)
-   */
-  readonly attempts?: number | undefined;
-  /**
-   * How long a try may run unsettled before the next one starts. `0` starts every try at once.
-   * Set it near the dependency's p95 latency, so that only the slowest calls are hedged.
-   * @default 2_000
-   */
-  readonly delayMs?: number | undefined;
-  /**
-   * One operation per try, run instead of the operation given to `execute`: try n runs
-   * `variants[n - 1]` (the primary, then replicas or other regions). In a pipeline a variant also
-   * replaces the policies listed after the hedge, so wrap each variant in the policies it needs.
-   */
-  readonly variants?: readonly Operation<V>[] | undefined;
-  /**
-   * Which failures end the whole call at once instead of letting the other tries go on. The default
-   * treats the permanent kinds (`invalid`, `unauthorized`, `forbidden`, `not_found`, `conflict`)
-   * as fatal: a 400 from one replica would be a 400 from every replica. Any other failure starts
-   * the next try without waiting out `delayMs`.
-   * @default (error) => classify(error) is invalid, unauthorized, forbidden, not_found or conflict
-   */
-  readonly isFatal?: ((error: unknown) => boolean) | undefined;
-  /**
-   * A shared {@link RetryBudget}: every hedge (each try after the first) withdraws one retry; a
-   * refused hedge is not started, and no further hedge starts in that call. Each successful call
-   * deposits one success.
-   */
-  readonly budget?: RetryBudget | undefined;
-  /** @default systemClock */
-  readonly clock?: Clock | undefined;
-  /** Called when a hedge starts. */
-  readonly onHedge?: Listener<HedgeEvent> | undefined;
-}
-
-const hedgeOptionKeys = optionKeys<HedgeOptions>({
-  attempts: true,
-  delayMs: true,
-  variants: true,
-  isFatal: true,
-  budget: true,
-  clock: true,
-  onHedge: true,
-});
 
 /**
  * A hedging policy (a {@link Policy}, so it composes in `pipeline(...)`). `execute` resolves with
@@ -91,55 +32,49 @@ export type HedgePolicy<V = never> = {
   execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T | V>;
   /** Subscribes to started hedges; returns a disposer. */
   onHedge(listener: Listener<HedgeEvent>): Disposer;
-} & Policy<V>;
+} & Policy<V> &
+  PolicyEvents<never>;
 
-const fatalKinds: ReadonlySet<Kind> = new Set<Kind>([
-  'invalid',
-  'unauthorized',
-  'forbidden',
-  'not_found',
-  'conflict',
-]);
+const permanentFailure = (error: unknown): boolean => isPermanentKind(classify(error));
 
-const permanentFailure = (error: unknown): boolean => fatalKinds.has(classify(error));
-
-class Hedge extends BasePolicy {
+class Hedge extends GatedPolicy {
   private readonly settings: HedgeSettings;
   private readonly hedged = new Listeners<HedgeEvent>();
 
   constructor(options: HedgeOptions<unknown> | undefined) {
-    super();
-    const o = optionsObject('hedge options', options, hedgeOptionKeys);
-    const variants = o.variants === undefined ? undefined : variantsOption(o.variants);
-    let attempts: number;
-    if (variants === undefined) attempts = positiveInteger('attempts', o.attempts ?? 2);
-    else {
-      attempts = positiveInteger('attempts', o.attempts ?? variants.length);
-      if (attempts !== variants.length) {
-        throw new TypeError(
-          `expected "attempts" to equal the number of variants (${variants.length}), got ${show(attempts)}`,
-        );
-      }
-    }
-    const delayMs = nonNegative('delayMs', o.delayMs ?? 2_000);
-    if (o.budget !== undefined && !(o.budget instanceof RetryBudget)) {
-      throw new TypeError('expected "budget" to be a RetryBudget from retryBudget(), got something else');
-    }
-    const isFatal =
-      o.isFatal === undefined ? permanentFailure : isFunction<(e: unknown) => boolean>('isFatal', o.isFatal);
-    const clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
-    if (o.onHedge !== undefined) this.hedged.add(isFunction('onHedge', o.onHedge));
-    this.settings = { attempts, delayMs, variants, budget: o.budget, clock, isFatal, hedged: this.hedged };
+    super('hedge');
+    const o = readHedgeOptions(options);
+    if (o.onHedge !== undefined) this.hedged.add(o.onHedge);
+    const { attempts, delayMs, variants, budget, clock } = o;
+    const isFatal = o.isFatal ?? permanentFailure;
+    this.settings = { attempts, delayMs, variants, budget, clock, isFatal, hedged: this.hedged };
+    this.configure(o, clock);
+  }
+
+  /** Every call runs the hedging machinery: never the bare fast path. */
+  protected override direct(_context: Context): boolean {
+    return false;
   }
 
   onHedge(listener: Listener<HedgeEvent>): Disposer {
     return this.hedged.add(listener);
   }
 
-  [runStep]<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
+  protected override run<T>(
+    next: Step<T>,
+    context: Context,
+    _ticket: Ticket,
+    note: CallNote | undefined,
+  ): Promise<Outcome<T>> {
     if (contextAborted(context)) return Promise.resolve(failure(contextAbortReason(context)));
     if (this.settings.attempts === 1) return this.once(next, context);
-    return new HedgeCall<T>(this.settings, next, context).run();
+    const call = new HedgeCall<T>(this.settings, next, context);
+    if (note === undefined) return call.run();
+    // Observed: the hedge acted on a failure when it started a try beyond the first.
+    return call.run().then((outcome) => {
+      if (!outcome.ok && call.started > 1) note.handled = true;
+      return outcome;
+    });
   }
 
   /** `attempts: 1`: a plain call, numbered 1, with no signal or timer of its own. */
@@ -153,15 +88,6 @@ class Hedge extends BasePolicy {
       return outcome;
     });
   }
-}
-
-function variantsOption(value: unknown): readonly Operation<unknown>[] {
-  if (!Array.isArray(value) || value.length === 0) {
-    throw new TypeError(`expected "variants" to be a non-empty array of functions, got ${show(value)}`);
-  }
-  for (let index = 0; index < value.length; index++) isFunction(`variants[${index}]`, value[index]);
-  // A copy: changing the caller's array later does not change what the policy runs.
-  return Object.freeze([...(value as Operation<unknown>[])]);
 }
 
 /**

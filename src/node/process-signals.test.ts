@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { isLoadShedError } from '../admission/errors.js';
 import { LoadShedder } from '../admission/load-shedder.js';
 import { FakeClock } from '../testing/fake-clock.js';
-import { isLoadShedError, loadShedder, processSignals } from './index.js';
+import { loadShedder, processSignals } from './index.js';
 
 /** Keeps the CPU busy (and the event loop blocked) for about `ms` of real time. */
 function spin(ms: number): void {

@@ -9,8 +9,9 @@ import {
   performance,
 } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
-import type { SampledSignals } from '../admission/load-shedder.js';
-import { optionKeys, optionsObject, positiveInteger, show } from '../core/validate.js';
+import type { SampledSignals } from '../admission/load-shedder-options.js';
+import { positiveInt, readOptions, type Schema, withDefault } from '../core/read-options.js';
+import { show } from '../core/validate.js';
 
 /** A sampled signal {@link processSignals} can read. */
 export type ProcessSignal = keyof SampledSignals;
@@ -33,7 +34,20 @@ export interface ProcessSignalsOptions {
   readonly resolutionMs?: number | undefined;
 }
 
-const processSignalsOptionKeys = optionKeys<ProcessSignalsOptions>({ signals: true, resolutionMs: true });
+/** A list of signals this module can read. */
+function signalList(name: string, value: unknown): readonly ProcessSignal[] {
+  if (!Array.isArray(value) || value.some((s) => !allSignals.includes(s))) {
+    throw new TypeError(
+      `expected "${name}" to be an array of ${allSignals.map((s) => `"${s}"`).join(', ')}, got ${show(value)}`,
+    );
+  }
+  return value;
+}
+
+const processSignalsSchema = {
+  signals: withDefault(allSignals, signalList),
+  resolutionMs: withDefault(10, positiveInt),
+} satisfies Schema<ProcessSignalsOptions>;
 
 /** Live readings of this process; {@link ProcessSignals.read} returns the values since the previous read. */
 export interface ProcessSignals {
@@ -64,15 +78,8 @@ export interface ProcessSignals {
  * setInterval(() => console.log(signals.read()), 1_000).unref();
  */
 export function processSignals(options?: ProcessSignalsOptions): ProcessSignals {
-  const o = optionsObject('processSignals options', options, processSignalsOptionKeys);
-  const wanted = o.signals ?? allSignals;
-  if (!Array.isArray(wanted) || wanted.some((s) => !allSignals.includes(s))) {
-    throw new TypeError(
-      `expected "signals" to be an array of ${allSignals.map((s) => `"${s}"`).join(', ')}, got ${show(wanted)}`,
-    );
-  }
-  const resolutionMs = positiveInteger('resolutionMs', o.resolutionMs ?? 10);
-  return new LiveSignals(new Set(wanted), resolutionMs);
+  const { signals, resolutionMs } = readOptions('processSignals options', options, processSignalsSchema);
+  return new LiveSignals(new Set(signals), resolutionMs);
 }
 
 class LiveSignals implements ProcessSignals {

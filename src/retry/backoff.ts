@@ -4,7 +4,17 @@
  * returns a negative number, NaN, or more than its `maxMs`.
  */
 import { cryptoRandom, type Random } from '../core/random.js';
-import { inRange, isFunction, nonNegative, optionKeys, optionsObject } from '../core/validate.js';
+import {
+  between,
+  fraction,
+  func,
+  nonNegativeNumber,
+  type ReadOptions,
+  readOptions,
+  type Schema,
+  withDefault,
+} from '../core/read-options.js';
+import { nonNegative } from '../core/validate.js';
 
 /** Milliseconds to wait before retry `retry` (1 for the first retry). */
 export type Backoff = (retry: number) => number;
@@ -23,33 +33,31 @@ export interface JitterOptions extends ExponentialOptions {
   readonly random?: Random | undefined;
 }
 
-const exponentialKeys = optionKeys<ExponentialOptions & { factor?: unknown }>({
-  baseMs: true,
-  maxMs: true,
-  factor: true,
-});
-const exponentialJitterKeys = optionKeys<JitterOptions & { jitter?: unknown }>({
-  baseMs: true,
-  maxMs: true,
-  random: true,
-  jitter: true,
-});
-const jitterKeys = optionKeys<JitterOptions>({ baseMs: true, maxMs: true, random: true });
+const boundsSchema = {
+  baseMs: withDefault(100, nonNegativeNumber),
+  maxMs: withDefault(30_000, nonNegativeNumber),
+};
+const jitterSchema = { ...boundsSchema, random: withDefault<Random>(cryptoRandom, func<Random>()) };
+const exponentialSchema = {
+  ...boundsSchema,
+  factor: withDefault(2, between(1, Number.MAX_VALUE)),
+} satisfies Schema<ExponentialOptions & { readonly factor?: number | undefined }>;
+const exponentialJitterSchema = {
+  ...jitterSchema,
+  jitter: withDefault(0.3, fraction),
+} satisfies Schema<JitterOptions & { readonly jitter?: number | undefined }>;
+const plainJitterSchema = jitterSchema satisfies Schema<JitterOptions>;
 
-function bounds(
-  options: ExponentialOptions | undefined,
+/** Reads a strategy's options and checks that `maxMs` is at least `baseMs`. */
+function readBounded<S extends typeof boundsSchema>(
   name: string,
-  known: ReadonlySet<string>,
-): { baseMs: number; maxMs: number } {
-  const o = optionsObject(name, options, known);
-  const baseMs = nonNegative('baseMs', o.baseMs ?? 100);
-  const maxMs = nonNegative('maxMs', o.maxMs ?? 30_000);
-  if (maxMs < baseMs) throw new TypeError(`expected "maxMs" (${maxMs}) to be at least "baseMs" (${baseMs})`);
-  return { baseMs, maxMs };
-}
-
-function randomOf(options: JitterOptions | undefined): Random {
-  return options?.random === undefined ? cryptoRandom : isFunction<Random>('random', options.random);
+  options: object | undefined,
+  schema: S,
+): ReadOptions<S> {
+  const o = readOptions(name, options, schema);
+  if (o.maxMs < o.baseMs)
+    throw new TypeError(`expected "maxMs" (${o.maxMs}) to be at least "baseMs" (${o.baseMs})`);
+  return o;
 }
 
 /** The exponent for retry n (n < 1 is treated as 1). */
@@ -93,8 +101,7 @@ export function linear(baseMs: number, stepMs: number = baseMs, maxMs = Infinity
 export function exponential(
   options?: ExponentialOptions & { readonly factor?: number | undefined },
 ): Backoff {
-  const { baseMs, maxMs } = bounds(options, 'exponential options', exponentialKeys);
-  const factor = inRange('factor', options?.factor ?? 2, 1, Number.MAX_VALUE);
+  const { baseMs, maxMs, factor } = readBounded('exponential options', options, exponentialSchema);
   return (retry) => grow(baseMs, factor, retry, maxMs);
 }
 
@@ -107,9 +114,11 @@ export function exponential(
 export function exponentialJitter(
   options?: JitterOptions & { readonly jitter?: number | undefined },
 ): Backoff {
-  const { baseMs, maxMs } = bounds(options, 'exponentialJitter options', exponentialJitterKeys);
-  const jitter = inRange('jitter', options?.jitter ?? 0.3, 0, 1);
-  const random = randomOf(options);
+  const { baseMs, maxMs, jitter, random } = readBounded(
+    'exponentialJitter options',
+    options,
+    exponentialJitterSchema,
+  );
   return (retry) => {
     const d = grow(baseMs, 2, retry, maxMs);
     return Math.min(maxMs, d * (1 + jitter * (2 * random() - 1)));
@@ -122,8 +131,7 @@ export function exponentialJitter(
  * @example retry({ backoff: fullJitter({ baseMs: 100, maxMs: 10_000 }) })
  */
 export function fullJitter(options?: JitterOptions): Backoff {
-  const { baseMs, maxMs } = bounds(options, 'fullJitter options', jitterKeys);
-  const random = randomOf(options);
+  const { baseMs, maxMs, random } = readBounded('fullJitter options', options, plainJitterSchema);
   return (retry) => random() * grow(baseMs, 2, retry, maxMs);
 }
 
@@ -143,8 +151,7 @@ function curve(t: number): number {
  * @example retry({ backoff: decorrelatedJitter({ baseMs: 200, maxMs: 10_000 }) })
  */
 export function decorrelatedJitter(options?: JitterOptions): Backoff {
-  const { baseMs, maxMs } = bounds(options, 'decorrelatedJitter options', jitterKeys);
-  const random = randomOf(options);
+  const { baseMs, maxMs, random } = readBounded('decorrelatedJitter options', options, plainJitterSchema);
   return (retry) => {
     const t = step(retry) + random();
     const value = (curve(t) - curve(t - 1)) * RP_SCALING * baseMs;
@@ -152,9 +159,4 @@ export function decorrelatedJitter(options?: JitterOptions): Backoff {
     // biome-ignore lint/complexity/useMathMinMax: the ternary maps NaN to maxMs
     return value < maxMs ? value : maxMs;
   };
-}
-
-/** Validates a user-supplied backoff option. */
-export function backoffOption(value: unknown): Backoff {
-  return isFunction<Backoff>('backoff', value);
 }

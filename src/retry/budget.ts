@@ -1,7 +1,15 @@
-import { type Clock, systemClock } from '../core/clock.js';
+import type { Clock } from '../core/clock.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
+import {
+  clockField,
+  nonNegativeNumber,
+  positiveNumber,
+  readOptions,
+  required,
+  type Schema,
+  withDefault,
+} from '../core/read-options.js';
 import { SlidingWindow } from '../core/sliding-window.js';
-import { isClock, nonNegative, optionKeys, optionsObject, positive } from '../core/validate.js';
 
 /** Options of {@link retryBudget}. */
 export interface RetryBudgetOptions {
@@ -15,12 +23,12 @@ export interface RetryBudgetOptions {
   readonly clock?: Clock | undefined;
 }
 
-const retryBudgetOptionKeys = optionKeys<RetryBudgetOptions>({
-  ratio: true,
-  minPerSecond: true,
-  windowMs: true,
-  clock: true,
-});
+const retryBudgetSchema = {
+  ratio: required(nonNegativeNumber),
+  minPerSecond: required(nonNegativeNumber),
+  windowMs: withDefault(10_000, positiveNumber),
+  clock: clockField,
+} satisfies Schema<RetryBudgetOptions>;
 
 /** Emitted when a retry is refused because the budget is spent. */
 export interface BudgetExhaustedEvent {
@@ -47,11 +55,12 @@ export class RetryBudget {
 
   /** Use {@link retryBudget}. */
   constructor(options: RetryBudgetOptions) {
-    const o = optionsObject('retryBudget options', options, retryBudgetOptionKeys);
-    this.ratio = nonNegative('ratio', o.ratio);
-    const minPerSecond = nonNegative('minPerSecond', o.minPerSecond);
-    const windowMs = positive('windowMs', o.windowMs ?? 10_000);
-    const clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
+    const { ratio, minPerSecond, windowMs, clock } = readOptions(
+      'retryBudget options',
+      options,
+      retryBudgetSchema,
+    );
+    this.ratio = ratio;
     this.window = new SlidingWindow(clock, 2, windowMs);
     this.floor = (minPerSecond * windowMs) / 1000;
   }

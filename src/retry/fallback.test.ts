@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { pipeline } from '../core/pipeline.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { timeout } from '../timeout/timeout.js';
 import { fallback } from './fallback.js';
-import { timeout } from './timeout.js';
 
 describe('fallback', () => {
   it('passes a success through without calling the handler', async () => {

@@ -4,7 +4,8 @@ import { pipeline } from '../core/pipeline.js';
 import type { Policy } from '../core/policy.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { constant } from './backoff.js';
-import { type GiveUpEvent, type RetryOptions, retry } from './retry.js';
+import type { GiveUpEvent, RetryOptions } from './options.js';
+import { retry } from './retry.js';
 
 const day = 86_400_000;
 const asksToWait = (retryAfterMs: number) =>

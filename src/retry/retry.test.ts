@@ -1,10 +1,12 @@
 import { describe, expect, it, vi } from 'vitest';
-import { isRetriesExhaustedError, ResilienceError, RetriesExhaustedError } from '../core/errors.js';
+import { ResilienceError } from '../core/errors.js';
 import { setListenerErrorHandler } from '../core/events.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { constant } from './backoff.js';
 import { retryBudget } from './budget.js';
-import { type GiveUpEvent, type RetryEvent, retry, retryAll, retryIf } from './retry.js';
+import { isRetriesExhaustedError, RetriesExhaustedError } from './errors.js';
+import type { GiveUpEvent, RetryEvent } from './options.js';
+import { retry, retryAll, retryIf } from './retry.js';
 
 const transient = (message = 'flaky', retryAfterMs?: number) =>
   new ResilienceError(message, { code: 'E_FLAKY', kind: 'transient', retryAfterMs });

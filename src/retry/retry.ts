@@ -1,107 +1,27 @@
 import { canAbort } from '../core/abort.js';
 import { classify, isTransient } from '../core/classify.js';
-import { type Clock, systemClock } from '../core/clock.js';
+import type { Clock } from '../core/clock.js';
 import { AttemptContext, type Context, type Operation } from '../core/context.js';
-import { type GiveUpReason, RetriesExhaustedError } from '../core/errors.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
+import { type CallNote, GatedPolicy, type Ticket } from '../core/gate.js';
 import { failure, type Outcome } from '../core/outcome.js';
-import {
-  BasePolicy,
-  type ExecuteOptions,
-  invoke,
-  isThenable,
-  openEdge,
-  runStep,
-  type Step,
-  settle,
-} from '../core/policy.js';
+import { invoke, type Step, settle } from '../core/policy.js';
 import { retryAfterOf } from '../core/retry-after.js';
+import { isFunction } from '../core/validate.js';
+import type { Backoff } from './backoff.js';
+import type { RetryBudget } from './budget.js';
+import { type GiveUpReason, RetriesExhaustedError } from './errors.js';
 import {
-  isClock,
-  isFunction,
-  nonNegative,
-  optionKeys,
-  optionsObject,
-  positiveInteger,
-} from '../core/validate.js';
-import { type Backoff, backoffOption, exponentialJitter } from './backoff.js';
-import { RetryBudget } from './budget.js';
-
-/** Options of {@link retry}, {@link retryIf} and {@link retryAll}. */
-export interface RetryOptions {
-  /**
-   * Total attempts, the first included: `maxAttempts: 3` means one call and at most two retries.
-   * (cockatiel's `maxAttempts` counts retries only; ours does not.) `Infinity` needs a finite
-   * `maxElapsedMs`.
-   * @default 3
-   */
-  readonly maxAttempts?: number | undefined;
-  /** Delay before retry n. @default exponentialJitter({ baseMs: 100, maxMs: 10_000 }) */
-  readonly backoff?: Backoff | undefined;
-  /** Stop retrying once the next attempt would start later than this after the first began. @default Infinity */
-  readonly maxElapsedMs?: number | undefined;
-  /**
-   * The longest wait a failure may ask for (its `retryAfterMs` or HTTP `Retry-After`) that the
-   * policy still waits out. A failure asking for more is not retried: the call fails at once with
-   * that error, unwrapped, so the caller still sees its `retryAfterMs` (`onGiveUp` reason
-   * `'retry-after'`). `Infinity` waits whatever is asked (the deadline and `maxElapsedMs` still apply).
-   * @default 60_000
-   */
-  readonly maxRetryAfterMs?: number | undefined;
-  /** A shared {@link RetryBudget}; a refused retry fails fast with the original error. */
-  readonly budget?: RetryBudget | undefined;
-  /** @default systemClock */
-  readonly clock?: Clock | undefined;
-  /** Called before each backoff sleep. */
-  readonly onRetry?: Listener<RetryEvent> | undefined;
-  /** Called when a retryable failure is not retried (attempts, time, deadline or budget spent). */
-  readonly onGiveUp?: Listener<GiveUpEvent> | undefined;
-}
-
-const retryOptionKeys = optionKeys<RetryOptions>({
-  maxAttempts: true,
-  backoff: true,
-  maxElapsedMs: true,
-  maxRetryAfterMs: true,
-  budget: true,
-  clock: true,
-  onRetry: true,
-  onGiveUp: true,
-});
-
-/** Emitted before each retry. */
-export interface RetryEvent {
-  /** The attempt that just failed (1 = the first call). */
-  readonly attempt: number;
-  /** How long the policy will sleep before the next attempt. */
-  readonly delayMs: number;
-  /** The failed attempt's error. */
-  readonly error: unknown;
-}
-
-/** Emitted when the policy stops retrying a failure it would otherwise retry. */
-export interface GiveUpEvent {
-  /** Attempts made, the first included. */
-  readonly attempts: number;
-  /** The last attempt's error. */
-  readonly error: unknown;
-  /**
-   * Why: `attempts`, `elapsed`, `deadline`, `budget` (the shared budget refused) or `retry-after`
-   * (the failure asked for a longer wait than `maxRetryAfterMs`).
-   */
-  readonly reason: GiveUpReason | DeclineReason;
-}
-
-/** Why a retry was declined, the failure returned unwrapped: the retry never happened. */
-type DeclineReason = 'budget' | 'retry-after';
-
-/** Decides whether an error is worth another attempt. */
-export type RetryPredicate = (error: unknown, attempt: number) => boolean;
-
-const defaultBackoff = exponentialJitter({ baseMs: 100, maxMs: 10_000 });
+  type DeclineReason,
+  type GiveUpEvent,
+  type RetryEvent,
+  type RetryOptions,
+  type RetryPredicate,
+  readRetryOptions,
+} from './options.js';
 
 /** A retry policy. Create one with {@link retry}, {@link retryIf} or {@link retryAll}. */
-export class RetryPolicy extends BasePolicy {
+export class RetryPolicy extends GatedPolicy {
   private readonly maxAttempts: number;
   private readonly backoff: Backoff;
   private readonly maxElapsedMs: number;
@@ -110,41 +30,32 @@ export class RetryPolicy extends BasePolicy {
   private readonly clock: Clock;
   private readonly retried = new Listeners<RetryEvent>();
   private readonly gaveUp = new Listeners<GiveUpEvent>();
-  /** With a budget, the fast path deposits each first-attempt success. */
-  private readonly firstValue: (<T>(value: T) => T) | undefined;
 
   /** Use {@link retry}, {@link retryIf} or {@link retryAll}. */
   constructor(
     private readonly shouldRetry: RetryPredicate,
     options: RetryOptions | undefined,
   ) {
-    super();
-    const o = optionsObject('retry options', options, retryOptionKeys);
-    this.maxAttempts = positiveInteger('maxAttempts', o.maxAttempts ?? 3, true);
-    this.maxElapsedMs = nonNegative('maxElapsedMs', o.maxElapsedMs ?? Infinity, true);
-    if (this.maxAttempts === Infinity && this.maxElapsedMs === Infinity) {
-      throw new TypeError(
-        'expected "maxElapsedMs" to be finite when "maxAttempts" is Infinity, got Infinity',
-      );
-    }
-    this.maxRetryAfterMs =
-      o.maxRetryAfterMs === undefined ? 60_000 : nonNegative('maxRetryAfterMs', o.maxRetryAfterMs, true);
-    this.backoff = o.backoff === undefined ? defaultBackoff : backoffOption(o.backoff);
-    if (o.budget !== undefined && !(o.budget instanceof RetryBudget)) {
-      throw new TypeError('expected "budget" to be a RetryBudget from retryBudget(), got something else');
-    }
+    super('retry');
+    const o = readRetryOptions(options);
+    this.maxAttempts = o.maxAttempts;
+    this.maxElapsedMs = o.maxElapsedMs;
+    this.maxRetryAfterMs = o.maxRetryAfterMs;
+    this.backoff = o.backoff;
     this.budget = o.budget;
     const budget = o.budget;
-    this.firstValue =
+    // With a budget, the fast path deposits each first-attempt success.
+    this.passValue =
       budget === undefined
         ? undefined
         : <T>(value: T): T => {
             budget.deposit();
             return value;
           };
-    this.clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
-    if (o.onRetry !== undefined) this.retried.add(isFunction('onRetry', o.onRetry));
-    if (o.onGiveUp !== undefined) this.gaveUp.add(isFunction('onGiveUp', o.onGiveUp));
+    this.clock = o.clock;
+    if (o.onRetry !== undefined) this.retried.add(o.onRetry);
+    if (o.onGiveUp !== undefined) this.gaveUp.add(o.onGiveUp);
+    this.configure(o, o.clock);
   }
 
   /** Subscribes to retries; returns a disposer. */
@@ -157,31 +68,29 @@ export class RetryPolicy extends BasePolicy {
     return this.gaveUp.add(listener);
   }
 
-  /**
-   * Runs `operation`, retrying as configured. The first attempt takes a fast path (one promise, no
-   * context or outcome objects) when nothing bounds the time.
-   */
-  override execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
-    if (this.maxElapsedMs !== Infinity || options?.deadline !== undefined)
-      return super.execute(operation, options);
-    const context = openEdge(operation, options);
-    if (context instanceof Promise) return context;
-    let result: T | PromiseLike<T>;
-    try {
-      result = operation(context);
-    } catch (error) {
-      return this.recover(operation, context, error);
-    }
-    if (!isThenable<T>(result)) {
-      this.budget?.deposit();
-      return Promise.resolve(result);
-    }
-    return Promise.resolve(result).then(this.firstValue as (value: T) => T, (error: unknown) =>
-      this.recover(operation, context, error),
-    );
+  /** The first attempt takes the gate's fast path (one promise, no outcome objects) when nothing bounds the time. */
+  protected override direct(context: Context): boolean {
+    return this.maxElapsedMs === Infinity && context.deadline === undefined;
   }
 
-  async [runStep]<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
+  /** The fast path's first attempt failed: decide on it and keep trying while the rules allow. */
+  protected override recover<T>(operation: Operation<T>, context: Context, error: unknown): Promise<T> {
+    return this.retryAfter(
+      (ctx: Context) => invoke(operation, ctx),
+      context,
+      failure<T>(error),
+      false,
+      0,
+      undefined,
+    ).then(settle);
+  }
+
+  protected override async run<T>(
+    next: Step<T>,
+    context: Context,
+    _ticket: Ticket,
+    note: CallNote | undefined,
+  ): Promise<Outcome<T>> {
     // Read the clock only when something bounds the time.
     const timed = this.maxElapsedMs !== Infinity || context.deadline !== undefined;
     const startedAt = timed ? this.clock.now() : 0;
@@ -190,18 +99,7 @@ export class RetryPolicy extends BasePolicy {
       this.budget?.deposit();
       return outcome;
     }
-    return this.retryAfter(next, context, outcome, timed, startedAt);
-  }
-
-  /** The slow path of {@link execute}: the first attempt failed. */
-  private recover<T>(operation: Operation<T>, context: Context, error: unknown): Promise<T> {
-    return this.retryAfter(
-      (ctx: Context) => invoke(operation, ctx),
-      context,
-      failure<T>(error),
-      false,
-      0,
-    ).then(settle);
+    return this.retryAfter(next, context, outcome, timed, startedAt, note);
   }
 
   /** Decides on a failed first attempt and keeps trying while the rules allow. */
@@ -211,6 +109,7 @@ export class RetryPolicy extends BasePolicy {
     first: Outcome<T>,
     timed: boolean,
     startedAt: number,
+    note: CallNote | undefined,
   ): Promise<Outcome<T>> {
     let outcome = first;
     let attemptStartedAt = startedAt;
@@ -253,6 +152,7 @@ export class RetryPolicy extends BasePolicy {
       if (this.budget !== undefined && !this.budget.tryWithdraw())
         return this.decline(outcome, attempt, 'budget');
       if (this.retried.active) this.retried.emit({ attempt, delayMs: delay, error });
+      if (note !== undefined) note.handled = true;
       if (delay > 0) {
         try {
           await this.clock.sleep(delay, canAbort(signal) ? signal : undefined);

@@ -15,8 +15,8 @@ import {
   fallback,
   hedge,
   inferredResilient,
-  LoadShedder,
   type LoadShedPolicy,
+  loadShedder,
   type Operation,
   type Policy,
   pipeline,
@@ -98,10 +98,10 @@ describe('Policy<Extra>', () => {
     expectTypeOf(bulkhead({ maxConcurrent: 1, maxQueue: 0 })).toExtend<Policy>();
     expectTypeOf(hedge()).toExtend<Policy>();
     expectTypeOf(
-      new LoadShedder({ limits: { inFlight: 10 }, source: () => ({}) }).policy('normal'),
+      loadShedder({ limits: { inFlight: 10 }, source: () => ({}) }).policy('normal'),
     ).toEqualTypeOf<LoadShedPolicy>();
     expectTypeOf(
-      new LoadShedder({ limits: { inFlight: 10 }, source: () => ({}) }).policy('normal'),
+      loadShedder({ limits: { inFlight: 10 }, source: () => ({}) }).policy('normal'),
     ).toExtend<Policy>();
     expectTypeOf(rateLimiter({ algorithm: 'gcra', limit: 1, periodMs: 1 }).policy('k')).toExtend<Policy>();
     // a substitute is an extra: a fallback is a Policy<null>, not a Policy<never>

@@ -19,7 +19,6 @@ import {
   fullJitter,
   hedge,
   inferredResilient,
-  LoadShedder,
   linear,
   mapConcurrent,
   memoryRateLimitStore,
@@ -35,6 +34,7 @@ import {
   TimeoutError,
   timeout,
   toProblem,
+  loadShedder as webLoadShedder,
 } from 'bulwark';
 import {
   bulkheadMiddleware,
@@ -140,7 +140,7 @@ const held = bulkhead({
   clock: undefined,
   onRejected: undefined,
 });
-const shedder = new LoadShedder({
+const shedder = webLoadShedder({
   limits: {
     inFlight: 100,
     cpuPercent: undefined,
@@ -178,7 +178,7 @@ const limiter = rateLimiter({
   store,
   maxKeys: undefined,
   clock: undefined,
-  onStoreError: undefined,
+  storeFailure: undefined,
   instances: undefined,
 });
 const shared = rateLimiter({
@@ -219,14 +219,14 @@ const middlewares = [
   loadSheddingMiddleware({
     shedder,
     priority: () => 'normal',
-    exempt: undefined,
+    skip: undefined,
     retryAfterMs: undefined,
     jitter: undefined,
     random: undefined,
   }),
   bulkheadMiddleware({
     bulkhead: held,
-    exempt: undefined,
+    skip: undefined,
     retryAfterMs: undefined,
     jitter: undefined,
     random: undefined,
@@ -244,8 +244,8 @@ const pluginOptions: [
     cost: undefined,
     headers: undefined,
   },
-  { shedder: liveShedder, priority: () => 'low', exempt: undefined, retryAfterMs: undefined },
-  { bulkhead: () => held, exempt: undefined, jitter: undefined },
+  { shedder: liveShedder, priority: () => 'low', skip: undefined, retryAfterMs: undefined },
+  { bulkhead: () => held, skip: undefined, jitter: undefined },
 ];
 const reply = problemReply(error, { instance: undefined, headers: undefined, retryAfterMs: undefined });
 

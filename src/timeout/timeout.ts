@@ -1,48 +1,56 @@
-import { type Clock, systemClock } from '../core/clock.js';
+/**
+ * The timeout policy: bounds each call in time. The machinery (the shared deadline queue, the
+ * race against the operation, `TimeoutError`) lives in core, because the circuit breaker's call
+ * timeout and the hedge use it too.
+ */
+import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
+import { type CallNote, GatedPolicy, type Ticket } from '../core/gate.js';
 import type { Outcome } from '../core/outcome.js';
-import { BasePolicy, runStep, type Step } from '../core/policy.js';
+import type { Step } from '../core/policy.js';
 import { TimeLimit } from '../core/time-limit.js';
-import { isClock, oneOf, optionKeys, optionsObject, positive } from '../core/validate.js';
-
-/** How a {@link timeout} treats an operation that is still running at the deadline. */
-export type TimeoutMode = 'cooperative' | 'aggressive';
-
-/** Options of {@link timeout}. */
-export interface TimeoutOptions {
-  /**
-   * `cooperative`: abort the operation's signal and wait for it to settle. `aggressive`: also
-   * reject at the deadline without waiting, even if the operation ignores its signal.
-   * @default 'cooperative'
-   */
-  readonly mode?: TimeoutMode | undefined;
-  /** @default systemClock */
-  readonly clock?: Clock | undefined;
-}
-
-const timeoutOptionKeys = optionKeys<TimeoutOptions>({ mode: true, clock: true });
+import { positive } from '../core/validate.js';
+import { readTimeoutOptions, type TimeoutOptions } from './options.js';
 
 /** A timeout policy. Create one with {@link timeout}. */
-export class TimeoutPolicy extends BasePolicy {
+export class TimeoutPolicy extends GatedPolicy {
   // Every call lasts the same ms, so their deadlines arrive in order and share one timer.
   private readonly limit: TimeLimit;
+  private readonly clock: Clock;
 
   /** Use {@link timeout}. */
   constructor(
     private readonly ms: number,
     options: TimeoutOptions | undefined,
   ) {
-    super();
+    super('timeout');
     positive('ms', ms);
-    const o = optionsObject('timeout options', options, timeoutOptionKeys);
-    const aggressive =
-      oneOf<TimeoutMode>('mode', o.mode ?? 'cooperative', ['cooperative', 'aggressive']) === 'aggressive';
-    const clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
-    this.limit = new TimeLimit(clock, aggressive);
+    const o = readTimeoutOptions(options);
+    this.clock = o.clock;
+    this.limit = new TimeLimit(o.clock, o.mode === 'aggressive');
+    this.configure(o, o.clock);
   }
 
-  [runStep]<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
-    return this.limit.run(next, context, this.ms);
+  /** Every call runs under the time limit: never the bare fast path. */
+  protected override direct(_context: Context): boolean {
+    return false;
+  }
+
+  protected override run<T>(
+    next: Step<T>,
+    context: Context,
+    _ticket: Ticket,
+    note: CallNote | undefined,
+  ): Promise<Outcome<T>> {
+    const running = this.limit.run(next, context, this.ms);
+    if (note === undefined) return running;
+    // Observed: the timeout acted on a failure when the call's deadline had passed by its end.
+    const own = this.clock.now() + this.ms;
+    const deadline = context.deadline !== undefined && context.deadline < own ? context.deadline : own;
+    return running.then((outcome) => {
+      if (!outcome.ok && this.clock.now() >= deadline) note.handled = true;
+      return outcome;
+    });
   }
 }
 

@@ -2,9 +2,9 @@ import { describe, expect, it, vi } from 'vitest';
 import { deferred } from '../../test/support/deferred.js';
 import { bulkhead } from '../admission/bulkhead.js';
 import { pipeline } from '../core/pipeline.js';
+import { constant } from '../retry/backoff.js';
+import { retryAll } from '../retry/retry.js';
 import { FakeClock } from '../testing/fake-clock.js';
-import { constant } from './backoff.js';
-import { retryAll } from './retry.js';
 import { timeout } from './timeout.js';
 
 const modes = ['cooperative', 'aggressive'] as const;
