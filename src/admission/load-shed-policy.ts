@@ -5,8 +5,9 @@
 import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
 import { type Admission, GatedPolicy, Refusal } from '../core/gate.js';
+import type { PolicyOptions } from '../core/policy-events.js';
 import type { LoadShedError } from './errors.js';
-import { type Priority, priorities } from './load-shedder-options.js';
+import { type LoadShedRejection, type Priority, priorities } from './load-shedder-options.js';
 
 /** Symbols of the hooks the shedder's policy uses; not part of the public API. */
 export const tryEnter: unique symbol = Symbol('tryEnter');
@@ -20,23 +21,28 @@ export interface ShedGate {
   [leave](): void;
 }
 
-/** Why a load shedder's policy refused a call (the `reason` of its `onRejected` events). */
-export type LoadShedRejection = 'shed';
+/** The default `name` of a load shedder and of its policies. */
+export const loadShedderName = 'load-shedder';
 
 /**
  * The policy returned by {@link LoadShedder.policy}: admits or refuses each call at one priority
- * and tracks admitted calls as in flight until they settle. Its events: `onSuccess`, `onFailure`
- * (never `handled`) and `onRejected` with `reason: 'shed'` and the {@link LoadShedError}.
+ * and tracks admitted calls as in flight until they settle. Its events carry its shedder's `name`:
+ * `onSuccess`, `onFailure` (never `handled`) and `onRejected` with `reason: 'shed'` and the
+ * {@link LoadShedError}.
  */
 export class LoadShedPolicy extends GatedPolicy<LoadShedRejection> {
-  /** Use {@link LoadShedder.policy}. */
+  /**
+   * Use {@link LoadShedder.policy}. `events` are the shedder's `name`, `onSuccess` and `onFailure`
+   * (its `onRejected` is the shedder's own: it fires for every refusal, whichever way it came).
+   */
   constructor(
     private readonly shedder: ShedGate,
     private readonly rank: number,
+    events: Omit<PolicyOptions, 'onRejected'>,
     clock: Clock,
   ) {
-    super('load-shedder');
-    this.configure({}, clock);
+    super(loadShedderName);
+    this.configure(events, clock);
   }
 
   /** The priority this policy admits at. */

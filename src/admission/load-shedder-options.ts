@@ -5,6 +5,8 @@
  */
 import type { Clock } from '../core/clock.js';
 import type { Listener } from '../core/events.js';
+import type { PolicyOptions } from '../core/policy-events.js';
+import { policyFields } from '../core/policy-fields.js';
 import {
   clockField,
   fraction,
@@ -13,6 +15,7 @@ import {
   nested,
   nonNegativeNumber,
   optional,
+  positiveFraction,
   positiveInt,
   positiveNumber,
   positiveOrInfinity,
@@ -50,13 +53,8 @@ export function rankOf(priority: unknown): number {
   );
 }
 
-/** The load signals a shedder can watch. */
-export type LoadSignal =
-  | 'cpuPercent'
-  | 'eventLoopDelayMs'
-  | 'eventLoopUtilization'
-  | 'heapUsedRatio'
-  | 'inFlight';
+/** The load signals a shedder can watch: the keys of {@link LoadLimits}. */
+export type LoadSignal = keyof LoadLimits;
 
 /** The sampled signals (all but in-flight), in the order the shedder keeps their readings. */
 export const sampledSignals = [
@@ -128,8 +126,17 @@ export type LoadSource = () => SampledSignals;
 /** Fraction of each signal's limit at which a priority is shed. */
 export type LoadThresholds = Readonly<Record<Priority, number>>;
 
-/** Options of `loadShedder()` (the same from `bulwark` and from `bulwark/node`). */
-export interface LoadShedderOptions {
+/** Why a load shedder refused a call (the `reason` of its `onRejected` events). */
+export type LoadShedRejection = 'shed';
+
+/**
+ * Options of `loadShedder()` (the same from `bulwark` and from `bulwark/node`). Besides its own,
+ * the options every policy takes: `name` (default `'load-shedder'`) names the shedder and is the
+ * `policy` of its events and of its policies' events; `onSuccess` and `onFailure` hear every call
+ * run through its policies; `onRejected` hears every refusal (through `admit`, its policies or the
+ * HTTP adapters), `reason: 'shed'`, with the {@link LoadShedError} as `error`.
+ */
+export interface LoadShedderOptions extends PolicyOptions<LoadShedRejection> {
   /** The hard limit of each signal; an absent limit turns that signal off. At least one is required. */
   readonly limits: LoadLimits;
   /**
@@ -158,22 +165,10 @@ export interface LoadShedderOptions {
   readonly retryAfterMs?: number | undefined;
   /** @default systemClock */
   readonly clock?: Clock | undefined;
-  /** Called for every refused call. */
-  readonly onShed?: Listener<ShedEvent> | undefined;
   /** Called when a sample changes which priorities are shed. */
   readonly onStateChange?: Listener<ShedStateChangeEvent> | undefined;
   /** Called when `source` throws or returns something that is not an object. */
   readonly onSampleFailed?: Listener<SampleFailedEvent> | undefined;
-}
-
-/** Emitted for every refused call. */
-export interface ShedEvent {
-  /** The refused priority. */
-  readonly priority: Priority;
-  /** The signal responsible. */
-  readonly signal: LoadSignal;
-  /** That signal's reading as a fraction of its limit. */
-  readonly ratio: number;
 }
 
 /** Emitted when a sample changes the set of priorities shed by the sampled signals. */
@@ -194,19 +189,11 @@ export interface SampleFailedEvent {
   readonly error: unknown;
 }
 
-/** A ratio limit: above 0 and at most 1. */
-function ratioLimit(name: string, value: unknown): number {
-  if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
-    throw new TypeError(`expected "${name}" to be a number above 0 and at most 1, got ${show(value)}`);
-  }
-  return value;
-}
-
 const limitsSchema = {
   cpuPercent: optional(positiveNumber),
   eventLoopDelayMs: optional(positiveNumber),
-  eventLoopUtilization: optional(ratioLimit),
-  heapUsedRatio: optional(ratioLimit),
+  eventLoopUtilization: optional(positiveFraction),
+  heapUsedRatio: optional(positiveFraction),
   inFlight: optional(positiveInt),
 } satisfies Schema<LoadLimits>;
 
@@ -225,9 +212,9 @@ const loadShedderSchema = {
   intervalMs: withDefault(1_000, positiveNumber),
   retryAfterMs: optional(nonNegativeNumber),
   clock: clockField,
-  onShed: listenerField<ShedEvent>(),
   onStateChange: listenerField<ShedStateChangeEvent>(),
   onSampleFailed: listenerField<SampleFailedEvent>(),
+  ...policyFields<LoadShedRejection>(),
 } satisfies Schema<LoadShedderOptions>;
 
 const defaultThresholds: LoadThresholds = { critical: 1, high: 0.92, normal: 0.85, low: 0.7 };

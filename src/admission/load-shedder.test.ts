@@ -3,14 +3,16 @@ import { describe, expect, it, vi } from 'vitest';
 import { deferred } from '../../test/support/deferred.js';
 import type { TimerHandle } from '../core/clock.js';
 import { isRejectedError } from '../core/errors.js';
-import { setListenerErrorHandler } from '../core/events.js';
+import { type Listener, setListenerErrorHandler } from '../core/events.js';
 import { toProblem } from '../core/http-status.js';
 import { pipeline } from '../core/pipeline.js';
+import type { FailureEvent, RejectedEvent, SuccessEvent } from '../core/policy-events.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { isLoadShedError, LoadShedError } from './errors.js';
 import { type LoadShedder, loadShedder } from './load-shedder.js';
 import {
   type LoadShedderOptions,
+  type LoadShedRejection,
   type Priority,
   priorities,
   type SampledSignals,
@@ -89,6 +91,12 @@ describe('LoadShedder options', () => {
     ['eventLoopUtilization 0', { ...base, limits: { eventLoopUtilization: 0 } }, /eventLoopUtilization/],
     ['heapUsedRatio 2', { ...base, limits: { heapUsedRatio: 2 } }, /"limits.heapUsedRatio"/],
     ['heapUsedRatio NaN', { ...base, limits: { heapUsedRatio: Number.NaN } }, /"limits.heapUsedRatio"/],
+    [
+      'heapUsedRatio string',
+      { ...base, limits: { heapUsedRatio: '0.5' } },
+      /"limits.heapUsedRatio" to be a number above 0 and at most 1, got "0.5"/,
+    ],
+    ['heapUsedRatio -0.5', { ...base, limits: { heapUsedRatio: -0.5 } }, /above 0 and at most 1, got -0.5/],
     ['inFlight 1.5', { ...base, limits: { inFlight: 1.5 } }, /"limits.inFlight" to be a positive integer/],
     ['inFlight 0', { ...base, limits: { inFlight: 0 } }, /"limits.inFlight" to be a positive integer/],
     ['thresholds not object', { ...base, thresholds: 0.5 }, /"thresholds" to be an options object/],
@@ -117,7 +125,12 @@ describe('LoadShedder options', () => {
     ['intervalMs Infinity', { ...base, intervalMs: Infinity }, /"intervalMs"/],
     ['retryAfterMs -1', { ...base, retryAfterMs: -1 }, /"retryAfterMs" to be a non-negative finite/],
     ['clock', { ...base, clock: { now: () => 0 } }, /"clock" to be a Clock/],
-    ['onShed', { ...base, onShed: 'x' }, /"onShed" to be a function/],
+    ['onShed (renamed onRejected)', { ...base, onShed: () => {} }, /unknown option "onShed"/],
+    ['name empty', { ...base, name: '' }, /"name" to be a non-empty string, got ""/],
+    ['name number', { ...base, name: 7 }, /"name" to be a non-empty string, got 7/],
+    ['onRejected', { ...base, onRejected: 'x' }, /"onRejected" to be a function/],
+    ['onSuccess', { ...base, onSuccess: 1 }, /"onSuccess" to be a function/],
+    ['onFailure', { ...base, onFailure: {} }, /"onFailure" to be a function/],
     ['onStateChange', { ...base, onStateChange: 1 }, /"onStateChange" to be a function/],
     ['onSampleFailed', { ...base, onSampleFailed: {} }, /"onSampleFailed" to be a function/],
   ];
@@ -675,22 +688,27 @@ describe('LoadShedder in-flight reported by the source', () => {
 });
 
 describe('LoadShedder events and pressure', () => {
-  it('onShed fires per refusal, its disposer unsubscribes, and a throwing listener never breaks a call', async () => {
+  it('onRejected fires per refusal (admit and policies) with { policy, reason: shed, error }, its disposer unsubscribes, and a throwing listener never breaks a call', async () => {
     const previous = setListenerErrorHandler(() => {});
     try {
-      const seen: unknown[] = [];
+      const seen: RejectedEvent<LoadShedRejection>[] = [];
       const { shedder } = await make({ readings: { eventLoopDelayMs: 86 } });
-      const dispose = shedder.onShed((e) => seen.push(e));
-      shedder.onShed(() => {
+      const dispose = shedder.onRejected((e) => seen.push(e));
+      shedder.onRejected(() => {
         throw new Error('listener bug');
       });
       expect(() => shedder.admit('normal')).toThrow(LoadShedError);
-      expect(() => shedder.admit('low')).toThrow(LoadShedError);
+      await expect(shedder.policy('low').execute(() => 'never')).rejects.toThrow(LoadShedError);
       shedder.admit('high')();
-      expect(seen).toEqual([
-        { priority: 'normal', signal: 'eventLoopDelayMs', ratio: 0.86 },
-        { priority: 'low', signal: 'eventLoopDelayMs', ratio: 0.86 },
+      expect(seen.map(({ policy, reason }) => ({ policy, reason }))).toEqual([
+        { policy: 'load-shedder', reason: 'shed' },
+        { policy: 'load-shedder', reason: 'shed' },
       ]);
+      expect(seen.map((e) => e.error)).toEqual([
+        expect.objectContaining({ priority: 'normal', signal: 'eventLoopDelayMs', ratio: 0.86 }),
+        expect.objectContaining({ priority: 'low', signal: 'eventLoopDelayMs', ratio: 0.86 }),
+      ]);
+      for (const { error } of seen) expect(isLoadShedError(error)).toBe(true);
       dispose();
       expect(() => shedder.admit('low')).toThrow(LoadShedError);
       expect(seen).toHaveLength(2);
@@ -699,13 +717,114 @@ describe('LoadShedder events and pressure', () => {
     }
   });
 
+  it('the error of onRejected is the very error the call rejects with', async () => {
+    const onRejected = vi.fn<Listener<RejectedEvent<LoadShedRejection>>>();
+    const { shedder } = await make({ readings: { eventLoopDelayMs: 99 }, onRejected });
+    let thrown: unknown;
+    try {
+      shedder.admit('low');
+    } catch (error) {
+      thrown = error;
+    }
+    const rejected = await shedder
+      .policy('normal')
+      .execute(() => 'never')
+      .catch((error: unknown) => error);
+    expect(onRejected.mock.calls.map(([e]) => e.error)).toEqual([thrown, rejected]);
+    expect(onRejected.mock.calls[0]![0].error).toBe(thrown);
+    expect(onRejected.mock.calls[1]![0].error).toBe(rejected);
+  });
+
   it('isShedding counts nothing and emits nothing', async () => {
-    const onShed = vi.fn();
-    const { shedder } = await make({ readings: { eventLoopDelayMs: 99 }, onShed });
+    const onRejected = vi.fn();
+    const { shedder } = await make({ readings: { eventLoopDelayMs: 99 }, onRejected });
     expect(shedder.isShedding('low')).toBe(true);
     expect(shedder.isShedding('critical')).toBe(false);
-    expect(onShed).not.toHaveBeenCalled();
+    expect(onRejected).not.toHaveBeenCalled();
     expect(shedder.inFlight).toBe(0);
+  });
+
+  it("name names the shedder and is the policy of every event, its own and its policies'", async () => {
+    const events: string[] = [];
+    const record =
+      (what: string) =>
+      ({ policy }: { policy: string }): void => {
+        events.push(`${what}:${policy}`);
+      };
+    const { shedder } = await make({
+      name: 'api',
+      readings: { eventLoopDelayMs: 80 },
+      onSuccess: record('success'),
+      onFailure: record('failure'),
+      onRejected: record('rejected'),
+    });
+    expect(shedder.name).toBe('api');
+    for (const p of priorities) expect(shedder.policy(p).name).toBe('api');
+    shedder.policy('low').onRejected(record('low.rejected'));
+    await shedder.policy('high').execute(() => 'ok');
+    await shedder
+      .policy('normal')
+      .execute(() => Promise.reject(new Error('boom')))
+      .catch(() => undefined);
+    await shedder
+      .policy('low')
+      .execute(() => 'never')
+      .catch(() => undefined);
+    expect(() => shedder.admit('low')).toThrow(LoadShedError);
+    expect(events).toEqual([
+      'success:api',
+      'failure:api',
+      'rejected:api',
+      'low.rejected:api',
+      'rejected:api',
+    ]);
+    const { shedder: unnamed } = await make();
+    expect(unnamed.name).toBe('load-shedder');
+    expect(unnamed.policy('critical').name).toBe('load-shedder');
+  });
+
+  it('onSuccess and onFailure (options and subscriptions) see every call through its policies, once, with the uniform shapes', async () => {
+    const success = vi.fn<Listener<SuccessEvent>>();
+    const failure = vi.fn<Listener<FailureEvent>>();
+    const { clock, shedder } = await make({ limits: { inFlight: 10 }, onSuccess: success });
+    const disposeFailure = shedder.onFailure(failure);
+    const lateSuccess = vi.fn<Listener<SuccessEvent>>();
+    const disposeLate = shedder.onSuccess(lateSuccess);
+    const slow = shedder.policy('critical').execute(() => clock.sleep(30).then(() => 'slow'));
+    await clock.advance(30);
+    await expect(slow).resolves.toBe('slow');
+    const boom = new Error('boom');
+    await expect(
+      pipeline(shedder.policy('low')).execute(() => {
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
+    expect(success.mock.calls).toEqual([[{ policy: 'load-shedder', durationMs: 30 }]]);
+    expect(lateSuccess).toHaveBeenCalledTimes(1);
+    expect(failure.mock.calls).toEqual([
+      [{ policy: 'load-shedder', error: boom, kind: 'internal', durationMs: 0, handled: false }],
+    ]);
+    disposeLate();
+    disposeFailure();
+    disposeFailure();
+    await shedder.policy('normal').execute(() => 'ok');
+    await shedder
+      .policy('high')
+      .execute(() => Promise.reject(boom))
+      .catch(() => undefined);
+    expect(success).toHaveBeenCalledTimes(2);
+    expect(lateSuccess).toHaveBeenCalledTimes(1);
+    expect(failure).toHaveBeenCalledTimes(1);
+    expect(shedder.inFlight).toBe(0);
+  });
+
+  it('admit() reports no onSuccess or onFailure: it cannot know how the work ended', async () => {
+    const onSuccess = vi.fn();
+    const onFailure = vi.fn();
+    const { shedder } = await make({ limits: { inFlight: 2 }, onSuccess, onFailure });
+    shedder.admit('critical')();
+    expect(onSuccess).not.toHaveBeenCalled();
+    expect(onFailure).not.toHaveBeenCalled();
   });
 
   it('onStateChange reports entering and leaving shedding', async () => {

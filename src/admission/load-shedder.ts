@@ -3,13 +3,14 @@
  * Web-standard core: the readings come from a `source` (bulwark/node supplies the live Node one),
  * time and timers from a `Clock`.
  */
-import type { Clock } from '../core/clock.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
+import type { FailureEvent, PolicyEvents, RejectedEvent, SuccessEvent } from '../core/policy-events.js';
 import { LoadShedError } from './errors.js';
 import { LoadSampler } from './load-sampler.js';
-import { LoadShedPolicy, leave, type ShedGate, tryEnter } from './load-shed-policy.js';
+import { LoadShedPolicy, leave, loadShedderName, type ShedGate, tryEnter } from './load-shed-policy.js';
 import {
   type LoadShedderOptions,
+  type LoadShedRejection,
   type LoadSignal,
   type LoadSource,
   type Priority,
@@ -19,7 +20,6 @@ import {
   type SampledSignal,
   type SampledSignals,
   type SampleFailedEvent,
-  type ShedEvent,
   type ShedStateChangeEvent,
   sampledSignals,
 } from './load-shedder-options.js';
@@ -72,6 +72,10 @@ export type Release = () => void;
  * they are unknown and shed nothing, `critical` included, until the first timed sample one
  * `intervalMs` later. Point readings (`heapUsedRatio`, a reported `inFlight`) count at once.
  *
+ * **Events.** Its `name` (default `'load-shedder'`) is the `policy` of its and its policies' events:
+ * `onRejected` (`reason: 'shed'`, `error` the {@link LoadShedError}) for every refusal, `admit` and
+ * HTTP included; `onSuccess`/`onFailure` for calls run through its policies; `onStateChange`, `onSampleFailed`.
+ *
  * **Failure behaviour.** A refusal is a {@link LoadShedError} (kind `overloaded`, code
  * `ERR_LOAD_SHED`, `retryAfterMs`), thrown by `admit` or returned by the policy's `execute` before
  * the operation starts. A source that throws (or returns a non-object) fails open: the sampled
@@ -83,7 +87,9 @@ export type Release = () => void;
  * const shedder = loadShedder({ limits: { cpuPercent: 90, inFlight: 200 }, source: () => ({ cpuPercent: readCpu() }) });
  * await shedder.policy('low').execute(() => reindex());
  */
-export class LoadShedder implements ShedGate {
+export class LoadShedder implements ShedGate, PolicyEvents<LoadShedRejection> {
+  /** The name its events carry, and the events of its policies (the `name` option). */
+  readonly name: string;
   private readonly retryAfterMs: number;
   private readonly inFlightLimit: number;
   /** In-flight count at which each rank is refused: ⌊threshold × limit⌋ (Infinity when off). */
@@ -91,10 +97,9 @@ export class LoadShedder implements ShedGate {
   private readonly sampler: LoadSampler;
   /** Calls admitted by this shedder and not yet finished. */
   private count = 0;
-  private readonly policies: (LoadShedPolicy | undefined)[] = [undefined, undefined, undefined, undefined];
-  private readonly shed = new Listeners<ShedEvent>();
-  /** Times the events of the shedder's policies. */
-  private readonly clock: Clock;
+  /** The policy of each priority, by rank. */
+  private readonly policies: readonly LoadShedPolicy[];
+  private readonly refused = new Listeners<RejectedEvent<LoadShedRejection>>();
 
   /**
    * Validates every option (a `TypeError` names the bad one), takes a first sample at once (its
@@ -109,7 +114,9 @@ export class LoadShedder implements ShedGate {
     // 0.29 × 100 from flooring to 28.
     this.inFlightCeiling = o.thresholds.map((t) => Math.floor(t * this.inFlightLimit + 1e-9));
     this.retryAfterMs = o.retryAfterMs;
-    this.clock = o.clock;
+    this.name = o.name ?? loadShedderName;
+    const events = { name: this.name, onSuccess: o.onSuccess, onFailure: o.onFailure };
+    this.policies = priorities.map((_, rank) => new LoadShedPolicy(this, rank, events, o.clock));
     let source = o.source;
     let closeSource: (() => void) | undefined;
     if (source === undefined && o.sampled) {
@@ -127,7 +134,7 @@ export class LoadShedder implements ShedGate {
       source,
       closeSource,
     );
-    if (o.onShed !== undefined) this.shed.add(o.onShed);
+    if (o.onRejected !== undefined) this.refused.add(o.onRejected);
     if (o.onStateChange !== undefined) this.sampler.stateChanged.add(o.onStateChange);
     if (o.onSampleFailed !== undefined) this.sampler.sampleFailed.add(o.onSampleFailed);
     this.sampler.start();
@@ -173,13 +180,7 @@ export class LoadShedder implements ShedGate {
    * await checkout.execute(({ signal }) => pay(order, { signal }));
    */
   policy(priority: Priority): LoadShedPolicy {
-    const rank = rankOf(priority);
-    let policy = this.policies[rank];
-    if (policy === undefined) {
-      policy = new LoadShedPolicy(this, rank, this.clock);
-      this.policies[rank] = policy;
-    }
-    return policy;
+    return this.policies[rankOf(priority)]!;
   }
 
   /** True once {@link LoadShedder.close} was called. */
@@ -220,9 +221,19 @@ export class LoadShedder implements ShedGate {
     };
   }
 
-  /** Subscribes to refusals; returns a disposer. */
-  onShed(listener: Listener<ShedEvent>): Disposer {
-    return this.shed.add(listener);
+  /** Subscribes to every refusal (`admit`, policies, HTTP adapters); returns a disposer. */
+  onRejected(listener: Listener<RejectedEvent<LoadShedRejection>>): Disposer {
+    return this.refused.add(listener);
+  }
+
+  /** Subscribes to the calls its policies ran that resolved, at every priority; returns a disposer. */
+  onSuccess(listener: Listener<SuccessEvent>): Disposer {
+    return this.subscribeAll((policy) => policy.onSuccess(listener));
+  }
+
+  /** Subscribes to the calls its policies ran that failed, at every priority; returns a disposer. */
+  onFailure(listener: Listener<FailureEvent>): Disposer {
+    return this.subscribeAll((policy) => policy.onFailure(listener));
   }
 
   /** Subscribes to changes of the priorities shed by sampled signals; returns a disposer. */
@@ -272,8 +283,17 @@ export class LoadShedder implements ShedGate {
 
   private refuse(rank: number, signal: LoadSignal, ratio: number): LoadShedError {
     const priority = priorities[rank]!;
-    if (this.shed.active) this.shed.emit({ priority, signal, ratio });
-    return new LoadShedError({ priority, signal, ratio, retryAfterMs: this.retryAfterMs });
+    const error = new LoadShedError({ priority, signal, ratio, retryAfterMs: this.retryAfterMs });
+    if (this.refused.active) this.refused.emit({ policy: this.name, reason: 'shed', error });
+    return error;
+  }
+
+  /** Subscribes on the policy of every priority; the disposer unsubscribes from all of them. */
+  private subscribeAll(subscribe: (policy: LoadShedPolicy) => Disposer): Disposer {
+    const disposers = this.policies.map(subscribe);
+    return () => {
+      for (const dispose of disposers) dispose();
+    };
   }
 }
 

@@ -3,7 +3,7 @@
  * declared schemas that read it. The load shedder's options are in `load-shedder-options.ts`.
  */
 import type { Clock } from '../core/clock.js';
-import type { PolicyOptions } from '../core/gate.js';
+import type { PolicyOptions } from '../core/policy-events.js';
 import { policyFields } from '../core/policy-fields.js';
 import {
   boolean,

@@ -133,6 +133,14 @@ export const positiveOrInfinity: Check<number> = (name, value) => positive(name,
 /** A fraction: a number from 0 to 1, both included. */
 export const fraction: Check<number> = (name, value) => inRange(name, value, 0, 1);
 
+/** A positive fraction: above 0 and at most 1 (a share, a utilization limit). */
+export const positiveFraction: Check<number> = (name, value) => {
+  if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
+    throw new TypeError(`expected "${name}" to be a number above 0 and at most 1, got ${show(value)}`);
+  }
+  return value;
+};
+
 /** A number from `min` to `max`, both included. */
 export function between(min: number, max: number): Check<number> {
   return (name, value) => inRange(name, value, min, max);

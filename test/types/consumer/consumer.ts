@@ -154,7 +154,10 @@ const shedder = webLoadShedder({
   intervalMs: undefined,
   retryAfterMs: undefined,
   clock: undefined,
-  onShed: undefined,
+  name: undefined,
+  onSuccess: undefined,
+  onFailure: undefined,
+  onRejected: undefined,
   onStateChange: undefined,
   onSampleFailed: undefined,
 });
