@@ -12,6 +12,7 @@ import { required, type Schema } from '../core/read-options.js';
 import { connectMiddleware, fastifyPlugin, type Middleware, type RequestHandler } from './adapter.js';
 import { readAdapterOptions } from './adapter-options.js';
 import { bulkheadMiddleware } from './bulkhead.js';
+import type { Edge } from './edge.js';
 import type { FastifyPluginLike, FastifyRequestLike } from './fastify-types.js';
 import { loadSheddingMiddleware } from './load-shedding.js';
 import { problemReply } from './problem-response.js';
@@ -33,10 +34,10 @@ function gate<
       if (typeof value !== 'string') throw new TypeError(`expected "${name}" to be a string`);
       return value;
     }),
-    skip: skipField<Skip<Req>>(isHealthCheck),
+    skip: skipField<Req>(isHealthCheck),
   } satisfies Schema<GateOptions<Req>>;
   const { token, skip } = readAdapterOptions(what, options, schema);
-  return skipping(skip, 'sync', (request, reply, next, edge) => {
+  return skipping(skip, (request, reply, next, edge) => {
     const given = request.headers['x-token'];
     if (given === 'boom') edge.fail(next, new Error('gate bug'));
     else if (given === 'thrown-string') edge.fail(next, 'not an Error');
@@ -160,47 +161,55 @@ describe('skip', () => {
 
   it('true passes the request on untouched, false runs the adapter; no skip runs the adapter itself', async () => {
     const handler = handled();
-    expect(skipping(undefined, 'sync', handler)).toBe(handler);
+    expect(skipping(undefined, handler)).toBe(handler);
     const { url } = await nodeServer(
-      connectMiddleware(skipping((req: IncomingMessage) => req.url === '/skipped', 'sync', handler)),
+      connectMiddleware(skipping((req: IncomingMessage) => req.url === '/skipped', handler)),
     );
     expect((await fetch(`${url}/skipped`)).headers.get('x-handled')).toBeNull();
     expect((await fetch(`${url}/other`)).headers.get('x-handled')).toBe('yes');
   });
 
-  it('async mode waits for a promise; sync mode refuses one (a promise is truthy), and a non-boolean is an error', async () => {
+  it('a promise is waited for; a non-boolean (also resolved), a throw or a rejection is an error', async () => {
     const asyncSkip = async (req: IncomingMessage) => req.url === '/skipped';
-    const allowed = await nodeServer(connectMiddleware(skipping(asyncSkip, 'async', handled())));
+    const allowed = await nodeServer(connectMiddleware(skipping(asyncSkip, handled())));
     expect((await fetch(`${allowed.url}/skipped`)).headers.get('x-handled')).toBeNull();
     expect((await fetch(`${allowed.url}/other`)).headers.get('x-handled')).toBe('yes');
 
-    const refused = await nodeServer(connectMiddleware(skipping(asyncSkip as never, 'sync', handled())));
-    const res = await fetch(`${refused.url}/skipped`);
-    expect(res.status).toBe(500);
-    expect(res.headers.get('x-error')).toMatch(/"skip" function to return a boolean, got a promise/);
-
-    for (const mode of ['sync', 'async'] as const) {
-      const wrong = await nodeServer(connectMiddleware(skipping(() => 'yes' as never, mode, handled())));
+    for (const wrongAnswer of [() => 'yes', async () => 'yes']) {
+      const wrong = await nodeServer(connectMiddleware(skipping(wrongAnswer as never, handled())));
       const answer = await fetch(wrong.url);
       expect(answer.status).toBe(500);
       expect(answer.headers.get('x-error')).toMatch(/"skip" function to return a boolean, got "yes"/);
-      const throwing = await nodeServer(
-        connectMiddleware(
-          skipping(
-            () => {
-              throw new Error('skip bug');
-            },
-            mode,
-            handled(),
-          ),
-        ),
-      );
-      expect((await fetch(throwing.url)).headers.get('x-error')).toBe('skip bug');
     }
+    const throwing = await nodeServer(
+      connectMiddleware(
+        skipping(() => {
+          throw new Error('skip bug');
+        }, handled()),
+      ),
+    );
+    expect((await fetch(throwing.url)).headers.get('x-error')).toBe('skip bug');
     const rejecting = await nodeServer(
-      connectMiddleware(skipping(() => Promise.reject(new Error('lookup failed')), 'async', handled())),
+      connectMiddleware(skipping(() => Promise.reject(new Error('lookup failed')), handled())),
     );
     expect((await fetch(rejecting.url)).headers.get('x-error')).toBe('lookup failed');
+  });
+
+  it('a synchronous answer goes on at once, without waiting for a promise', () => {
+    const seen: string[] = [];
+    const handle = skipping(
+      (req: { url: string }) => req.url === '/skipped',
+      (request, reply, next, edge) => edge.proceed(reply, next, { handled: request.url }),
+    );
+    const edge: Edge<string[], undefined> = {
+      response: () => undefined as never,
+      proceed: (reply, _next, headers) => void reply.push(headers?.handled ?? 'skipped'),
+      answer: () => undefined,
+      fail: (_next, error) => void seen.push(String(error)),
+    };
+    handle({ url: '/skipped' }, seen, undefined, edge);
+    handle({ url: '/other' }, seen, undefined, edge);
+    expect(seen).toEqual(['skipped', '/other']);
   });
 });
 

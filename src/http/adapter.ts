@@ -22,8 +22,8 @@
  *    rejection fails the request, the answer (`unknown`: check it) goes to `then`. To hold
  *    something until the response closes, listen on `edge.response(reply)`'s `close` (hold-slot.ts
  *    holds a policy's slot that way).
- * 3. **Exempt** with `skipping(skip, mode, handler)` (skip.ts): `skip(req) === true` passes the
- *    request on untouched, anything but a boolean fails it; `'async'` mode waits for a promise.
+ * 3. **Exempt** with `skipping(skip, handler)` (skip.ts): `skip(req) === true` passes the request
+ *    on untouched, a promise is waited for, anything but a boolean fails it.
  * 4. **Export** `xMiddleware = (options) => connectMiddleware(build(options, 'xMiddleware options'))`
  *    (typed `Middleware<Req>`) and `fastifyX = fastifyPlugin('fastifyX', build)` (a
  *    `FastifyPluginLike<XOptions<FastifyRequestLike>>`, shown by Fastify as `bulwark-x`).

@@ -9,15 +9,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Policy } from '../core/policy.js';
 import { readOptions } from '../core/read-options.js';
 import { isFunction, show } from '../core/validate.js';
-import { fastifyEdge, nodeEdge } from './edge.js';
+import { type Edge, fastifyEdge, nodeEdge } from './edge.js';
 import type { FastifyReplyLike, FastifyRequestLike } from './fastify-types.js';
-import { heldFor, holdSlot, isPolicy } from './hold-slot.js';
-import {
-  type OverloadReplier,
-  type OverloadReplyOptions,
-  overloadReplier,
-  overloadReplyFields,
-} from './overload-reply.js';
+import { heldFor, holdSlot, isPolicy, type WorkOutcome } from './hold-slot.js';
+import { type OverloadReplyOptions, overloadReplier, overloadReplyFields } from './overload-reply.js';
 
 /** A connect-style route handler (node:http, Express) that may return a promise of its work. */
 export type BulkheadRouteHandler<Req extends IncomingMessage, Res extends ServerResponse> = (
@@ -34,17 +29,41 @@ export type FastifyBulkheadRouteHandler<Req extends FastifyRequestLike, Reply ex
 
 const noop = (): void => {};
 
-/** Checks the arguments of a route wrapper and reads its refusal options. */
-function checked(
+/** Where one held route call ends: its work's outcome, a refusal already answered, or a client gone. */
+interface RouteEnd extends WorkOutcome {
+  /** The bulkhead refused the call and the refusal has been answered; the handler never ran. */
+  refused(): void;
+  /** The client left while queued: nobody to answer, the handler never ran. */
+  gone(): void;
+}
+
+/**
+ * Checks a route wrapper's arguments and reads its refusal options (a `TypeError` at once for a
+ * bad one), then returns what each call does: hold `work` in `bulkhead` until its promise has
+ * settled and the response has closed, answer a refusal 503 through `edge`, and report to `end`.
+ */
+function routeHolder<Reply>(
   bulkhead: Policy,
   handler: unknown,
   options: OverloadReplyOptions | undefined,
-): OverloadReplier {
+  edge: Edge<Reply, unknown>,
+): (reply: Reply, url: string | undefined, work: () => unknown, end: RouteEnd) => void {
   if (!isPolicy(bulkhead)) {
     throw new TypeError(`expected "bulkhead" to be a policy (with execute), got ${show(bulkhead)}`);
   }
   isFunction('handler', handler);
-  return overloadReplier(readOptions('bulkheadHandler options', options, overloadReplyFields));
+  const replier = overloadReplier(readOptions('bulkheadHandler options', options, overloadReplyFields));
+  return function holdRoute(reply: Reply, url: string | undefined, work: () => unknown, end: RouteEnd): void {
+    const response = edge.response(reply);
+    holdSlot(bulkhead, response, {
+      run: () => heldFor(response, work, end),
+      refuse(error) {
+        edge.answer(reply, replier.reply(error, url));
+        end.refused();
+      },
+      gone: end.gone,
+    });
+  };
 }
 
 /**
@@ -76,13 +95,10 @@ export function bulkheadHandler<
   handler: BulkheadRouteHandler<Req, Res>,
   options?: OverloadReplyOptions,
 ): (request: Req, response: Res, next: (error?: unknown) => void) => void {
-  const replier = checked(bulkhead, handler, options);
+  const holdRoute = routeHolder(bulkhead, handler, options, nodeEdge);
   return function bulwarkBulkheadHandler(request, response, next) {
-    holdSlot(bulkhead, response, {
-      run: () => heldFor(response, () => handler(request, response, next), { value: noop, error: next }),
-      refuse: (error) => nodeEdge.answer(response, replier.reply(error, request.url)),
-      gone: noop,
-    });
+    const end: RouteEnd = { value: noop, error: next, refused: noop, gone: noop };
+    holdRoute(response, request.url, () => handler(request, response, next), end);
   };
 }
 
@@ -105,18 +121,15 @@ export function fastifyBulkheadHandler<
   handler: FastifyBulkheadRouteHandler<Req, Reply>,
   options?: OverloadReplyOptions,
 ): (request: Req, reply: Reply) => Promise<unknown> {
-  const replier = checked(bulkhead, handler, options);
+  const holdRoute = routeHolder<FastifyReplyLike>(bulkhead, handler, options, fastifyEdge);
   return function bulwarkBulkheadHandler(request, reply) {
+    // Fastify sends the value once this promise resolves; the slot waits for the response too.
     return new Promise<unknown>((resolve, reject) => {
-      holdSlot(bulkhead, reply.raw, {
-        // Fastify sends the value once this promise resolves; the slot waits for the response too.
-        run: () => heldFor(reply.raw, () => handler(request, reply), { value: resolve, error: reject }),
-        refuse(error) {
-          fastifyEdge.answer(reply, replier.reply(error, request.url));
-          resolve(reply); // Fastify waits on a returned reply (it is thenable) and sends nothing more
-        },
-        // Nobody to answer: an undefined value on a destroyed socket makes Fastify send nothing.
-        gone: () => resolve(undefined),
+      holdRoute(reply, request.url, () => handler(request, reply), {
+        value: resolve,
+        error: reject,
+        refused: () => resolve(reply), // Fastify waits on a returned reply (it is thenable) and sends nothing more
+        gone: () => resolve(undefined), // nobody to answer: on a destroyed socket Fastify sends nothing
       });
     });
   };

@@ -2,14 +2,16 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import express from 'express';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
+import { asyncSkip, expectAsyncSkipHonoured, fastifyWithSkipRoutes } from '../../test/support/async-skip.js';
 import { startFastify } from '../../test/support/fastify-server.js';
 import { listen, until } from '../../test/support/http-server.js';
+import { expectProblem } from '../../test/support/problem-assertions.js';
 import { bulkhead } from '../admission/bulkhead.js';
 import { ResilienceError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { seededRandom } from '../testing/seeded-random.js';
-import { bulkheadMiddleware, fastifyBulkhead } from './bulkhead.js';
+import { type BulkheadMiddlewareOptions, bulkheadMiddleware, fastifyBulkhead } from './bulkhead.js';
 
 /** A handler that holds each response until the test ends it, recording which paths it saw. */
 function heldHandler() {
@@ -45,11 +47,42 @@ function nodeServer(
   );
 }
 
+/**
+ * Serves `bulkheadMiddleware(options)` in front of a held handler and sends `/a`, which takes the
+ * first slot and keeps it until the test ends its response (`h.end('/a')`; `a` is its answer).
+ */
+async function withARunning(options: BulkheadMiddlewareOptions) {
+  const h = heldHandler();
+  const server = await nodeServer(bulkheadMiddleware(options), h.handle);
+  const a = fetch(`${server.url}/a`);
+  await until(() => h.held.length === 1, 'a runs');
+  return { ...server, h, a };
+}
+
 const abortable = (url: string) => {
   const controller = new AbortController();
   const response = fetch(url, { signal: controller.signal }).catch((error: unknown) => error);
   return { abort: () => controller.abort(), response };
 };
+
+/**
+ * Against a bulkhead of one slot and one queue place behind `url`: `/slow` takes the slot (until
+ * `running()` says so), an abortable request to `queuedPath` waits in the queue, and a third to
+ * `/slow` is answered at once (`c`, the refusal).
+ */
+async function runQueueRefuse(
+  url: string,
+  policy: Policy & { readonly queued: number },
+  running: () => boolean,
+  queuedPath: string,
+) {
+  const a = fetch(`${url}/slow`);
+  await until(running, 'a runs');
+  const b = abortable(`${url}${queuedPath}`);
+  await until(() => policy.queued === 1, `b (${queuedPath}) is queued`);
+  const c = await fetch(`${url}/slow`);
+  return { a, b, c };
+}
 
 describe('bulkheadMiddleware options', () => {
   const policy = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
@@ -70,26 +103,23 @@ describe('bulkheadMiddleware options', () => {
 describe('bulkheadMiddleware on node:http with bulkhead()', () => {
   it('runs maxConcurrent, queues maxQueue in order, and answers the rest 503 with a jittered Retry-After', async () => {
     const policy = bulkhead({ maxConcurrent: 1, maxQueue: 1 });
-    const h = heldHandler();
-    const { url, allClosed } = await nodeServer(
-      bulkheadMiddleware({ bulkhead: policy, retryAfterMs: 2_000, random: () => 0.99 }),
-      h.handle,
-    );
-    const a = fetch(`${url}/a`);
-    await until(() => h.held.length === 1, 'a runs');
+    const { url, allClosed, h, a } = await withARunning({
+      bulkhead: policy,
+      retryAfterMs: 2_000,
+      random: () => 0.99,
+    });
     const b = fetch(`${url}/b`);
     await until(() => policy.queued === 1, 'b is queued');
-    const c = await fetch(`${url}/c`);
-    expect(c.status).toBe(503);
-    expect(c.headers.get('content-type')).toBe('application/problem+json');
     // base 2 s + jitter ⌈2 s × 0.5⌉ = 1 s
-    expect(c.headers.get('retry-after')).toBe('3');
-    expect(await c.json()).toMatchObject({
-      type: 'urn:bulwark:problem:overloaded',
+    await expectProblem(await fetch(`${url}/c`), {
       status: 503,
-      code: 'ERR_BULKHEAD_FULL',
-      retryAfterMs: 3_000,
-      instance: '/c',
+      retryAfter: '3',
+      body: {
+        type: 'urn:bulwark:problem:overloaded',
+        code: 'ERR_BULKHEAD_FULL',
+        retryAfterMs: 3_000,
+        instance: '/c',
+      },
     });
     expect(h.held.map((x) => x.path)).toEqual(['/a']);
     h.end('/a', 'A');
@@ -105,10 +135,7 @@ describe('bulkheadMiddleware on node:http with bulkhead()', () => {
   it('a queued request whose queueTimeoutMs passes is answered 503 and never reaches the handler', async () => {
     const clock = new FakeClock();
     const policy = bulkhead({ maxConcurrent: 1, maxQueue: 5, queueTimeoutMs: 500, clock });
-    const h = heldHandler();
-    const { url, allClosed } = await nodeServer(bulkheadMiddleware({ bulkhead: policy }), h.handle);
-    const a = fetch(`${url}/a`);
-    await until(() => h.held.length === 1, 'a runs');
+    const { url, allClosed, h, a } = await withARunning({ bulkhead: policy });
     const b = fetch(`${url}/b`);
     await until(() => policy.queued === 1, 'b is queued');
     await clock.advance(500);
@@ -128,10 +155,7 @@ describe('bulkheadMiddleware on node:http with bulkhead()', () => {
 
   it('a client that disconnects while queued leaves the queue without taking a slot', async () => {
     const policy = bulkhead({ maxConcurrent: 1, maxQueue: 5 });
-    const h = heldHandler();
-    const { url, allClosed } = await nodeServer(bulkheadMiddleware({ bulkhead: policy }), h.handle);
-    const a = fetch(`${url}/a`);
-    await until(() => h.held.length === 1, 'a runs');
+    const { url, allClosed, h, a } = await withARunning({ bulkhead: policy });
     const b = abortable(`${url}/b`);
     await until(() => policy.queued === 1, 'b is queued');
     b.abort();
@@ -287,15 +311,33 @@ describe('bulkheadMiddleware tiers and other policies', () => {
     expect(missing.headers.get('x-error')).toMatch(
       /"bulkhead" to return a policy.*got undefined.*use "skip"/,
     );
-    // An async skip returns a promise, which is truthy: it must not exempt every request.
-    const asyncSkip = await nodeServer(
-      bulkheadMiddleware({ bulkhead: policy, skip: (async () => false) as never }),
+    // A promise is waited for: one that resolves to a non-boolean must not exempt the request.
+    const notBoolean = await nodeServer(
+      bulkheadMiddleware({ bulkhead: policy, skip: (async () => 'yes') as never }),
       handle,
     );
-    const exempted = await fetch(`${asyncSkip.url}/reports`);
+    const exempted = await fetch(`${notBoolean.url}/reports`);
     expect(exempted.status).toBe(500);
-    expect(exempted.headers.get('x-error')).toMatch(/"skip" function to return a boolean, got a promise/);
+    expect(exempted.headers.get('x-error')).toMatch(/"skip" function to return a boolean, got "yes"/);
     expect(reached).toBe(0);
+    expect(policy.inFlight).toBe(0);
+  });
+
+  it('an async skip is waited for: true exempts, false holds the request; a rejection fails it', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
+    const { url, allClosed, h, a } = await withARunning({ bulkhead: policy, skip: asyncSkip });
+    expect(policy.inFlight).toBe(1);
+    expect((await fetch(`${url}/b`)).status).toBe(503);
+    const internal = fetch(`${url}/internal`);
+    await until(() => h.held.length === 2, 'the exempt request runs although the bulkhead is full');
+    const rejected = await fetch(`${url}/reject`);
+    expect(rejected.status).toBe(500);
+    expect(rejected.headers.get('x-error')).toBe('skip lookup failed');
+    h.end('/internal', 'internal');
+    h.end('/a', 'A');
+    expect(await (await internal).text()).toBe('internal');
+    expect(await (await a).text()).toBe('A');
+    await allClosed();
     expect(policy.inFlight).toBe(0);
   });
 
@@ -369,11 +411,7 @@ describe('bulkheadMiddleware on Express', () => {
       res.status(500).send(`handled: ${error.message}`);
     });
     const { url, allClosed } = await listen(createServer(app));
-    const a = fetch(`${url}/slow`);
-    await until(() => held.length === 1, 'a runs');
-    const b = abortable(`${url}/slow`);
-    await until(() => policy.queued === 1, 'b is queued');
-    const c = await fetch(`${url}/slow`);
+    const { a, b, c } = await runQueueRefuse(url, policy, () => held.length === 1, '/slow');
     expect(c.status).toBe(503);
     expect(c.headers.get('retry-after')).toBe('1');
     expect(await c.json()).toMatchObject({ code: 'ERR_BULKHEAD_FULL' });
@@ -407,11 +445,7 @@ describe('fastifyBulkhead', () => {
     });
     const { url, allClosed } = await startFastify(app);
 
-    const a = fetch(`${url}/slow`);
-    await until(() => finish.length === 1, 'a runs');
-    const b = abortable(`${url}/child`);
-    await until(() => policy.queued === 1, 'b (a child-plugin route) is queued');
-    const c = await fetch(`${url}/slow`);
+    const { a, b, c } = await runQueueRefuse(url, policy, () => finish.length === 1, '/child'); // b: a child-plugin route
     expect(c.status).toBe(503);
     expect(c.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(c.headers.get('retry-after')).toBe('1');
@@ -425,6 +459,26 @@ describe('fastifyBulkhead', () => {
     await allClosed();
     expect(policy.inFlight).toBe(0);
     expect(finish).toHaveLength(1);
+  });
+
+  it('an async skip is waited for: true exempts, false holds the request; a rejection is the error reply', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
+    const finish: (() => void)[] = [];
+    const { url, allClosed } = await fastifyWithSkipRoutes(
+      (app) => app.register(fastifyBulkhead, { bulkhead: policy, skip: asyncSkip }),
+      (app) =>
+        app.get('/slow', async () => {
+          await new Promise<void>((resolve) => finish.push(resolve));
+          return 'slow';
+        }),
+    );
+    const a = fetch(`${url}/slow`);
+    await until(() => finish.length === 1, 'a runs: the bulkhead is full');
+    await expectAsyncSkipHonoured(url, 503);
+    finish[0]!();
+    expect(await (await a).text()).toBe('slow');
+    await allClosed();
+    expect(policy.inFlight).toBe(0);
   });
 
   it('bad options fail the registration with the TypeError', async () => {

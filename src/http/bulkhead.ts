@@ -27,9 +27,10 @@ export interface BulkheadMiddlewareOptions<Req = IncomingMessage> extends Overlo
    */
   readonly bulkhead: Policy | ((request: Req) => Policy);
   /**
-   * Requests that skip the bulkhead entirely: `true` exempts the request. Must return a boolean,
-   * synchronously: anything else fails the request (`next(error)`), so an async function cannot
-   * exempt everything.
+   * Requests that skip the bulkhead entirely: `true` exempts the request, `false` holds it in the
+   * bulkhead. May return a promise (an async lookup), which is waited for. Anything but a boolean
+   * (or a promise of one), a throw or a rejection fails the request (`next(error)`, Fastify's
+   * error reply): it is never exempted by accident.
    * @default isHealthCheck (/health, /healthz, /ready, /readyz, /live, /livez and paths under them)
    */
   readonly skip?: Skip<Req> | undefined;
@@ -65,7 +66,7 @@ function holding<Req extends { readonly url?: string | undefined }>(
 ): RequestHandler<Req> {
   const schema = {
     bulkhead: required((name, value) => selectorOf<Req>(name, value)),
-    skip: skipField<Skip<Req>>(isHealthCheck),
+    skip: skipField<Req>(isHealthCheck),
     ...overloadReplyFields,
   } satisfies Schema<BulkheadMiddlewareOptions<Req>>;
   const o = readAdapterOptions(what, options, schema);
@@ -87,7 +88,7 @@ function holding<Req extends { readonly url?: string | undefined }>(
       gone: noop,
     });
   };
-  return skipping(o.skip, 'sync', asking(o.bulkhead, false, holdIn));
+  return skipping(o.skip, asking(o.bulkhead, false, holdIn));
 }
 
 /**
@@ -121,11 +122,8 @@ export function bulkheadMiddleware<Req extends IncomingMessage = IncomingMessage
 }
 
 /**
- * The Fastify plugin of {@link bulkheadMiddleware}, with the same options (`bulkhead(request)` and
- * `skip` receive the `FastifyRequest`). It adds an `onRequest` hook to the context it is
- * registered in, without encapsulation (as `fastify-plugin` would); the slot is held until
- * `reply.raw` closes. Refusals are answered 503 problem+json with a jittered `Retry-After`. An
- * invalid option fails the registration (`app.ready()` rejects with the `TypeError`).
+ * {@link bulkheadMiddleware} as a Fastify plugin ({@link FastifyPluginLike}): the slot is held until
+ * `reply.raw` closes. `bulkhead(request)` and `skip` receive the `FastifyRequest`.
  *
  * @example
  * await app.register(fastifyBulkhead, { bulkhead: bulkhead({ maxConcurrent: 32, maxQueue: 64, queueTimeoutMs: 1_000 }) });

@@ -40,7 +40,11 @@ export interface FastifyInstanceLike {
 
 /**
  * A Fastify plugin (callback style) taking options `O`: pass it to `app.register(plugin, options)`.
- * A bad option fails the registration (`app.ready()` rejects with the `TypeError`).
+ * Every `bulwark/http` plugin is one and behaves alike: it adds an `onRequest` hook with the same
+ * behaviour as its middleware, and it is not encapsulated (as `fastify-plugin` would make it), so
+ * registered on an instance it covers every route of that instance and its children, registered
+ * inside a scoped plugin only that scope's. A bad option fails the registration (`app.ready()`
+ * rejects with the `TypeError`). Fastify shows it as `bulwark-<adapter>` (`bulwark-rate-limit`).
  */
 export type FastifyPluginLike<O> = (
   instance: FastifyInstanceLike,

@@ -42,4 +42,4 @@ export {
   rateLimitMiddleware,
 } from './rate-limit.js';
 export { rateLimitHeaders } from './rate-limit-headers.js';
-export { type AsyncSkip, isHealthCheck, type Skip } from './skip.js';
+export { isHealthCheck, type Skip } from './skip.js';

@@ -2,8 +2,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import express from 'express';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
+import { asyncSkip, expectAsyncSkipHonoured, fastifyWithSkipRoutes } from '../../test/support/async-skip.js';
 import { startFastify } from '../../test/support/fastify-server.js';
 import { afterThisTest, listen, until } from '../../test/support/http-server.js';
+import { expectProblem } from '../../test/support/problem-assertions.js';
 import { loadShedder } from '../admission/load-shedder.js';
 import type { Priority, SampledSignals } from '../admission/load-shedder-options.js';
 import { FakeClock } from '../testing/fake-clock.js';
@@ -198,16 +200,47 @@ describe('loadSheddingMiddleware on node:http', () => {
         reached++;
         res.end('ok');
       });
-    // An async skip returns a promise, which is truthy: it must not exempt every request.
-    const asyncSkip = await serveWith({ skip: (async () => false) as never });
-    const a = await get(`${asyncSkip.url}/orders`);
+    // A promise is waited for: one that resolves to a non-boolean must not exempt the request.
+    const notBoolean = await serveWith({ skip: (async () => 'yes') as never });
+    const a = await get(`${notBoolean.url}/orders`);
     expect(a.status).toBe(500);
-    expect(a.headers.get('x-error')).toMatch(/"skip" function to return a boolean, got a promise/);
+    expect(a.headers.get('x-error')).toMatch(/"skip" function to return a boolean, got "yes"/);
     const undefinedSkip = await serveWith({ skip: (() => undefined) as never });
     expect((await get(`${undefinedSkip.url}/orders`)).status).toBe(500);
     const undefinedPriority = await serveWith({ priority: () => undefined as never });
     expect((await get(`${undefinedPriority.url}/orders`)).status).toBe(500);
     expect(reached).toBe(0);
+    expect(shedder.inFlight).toBe(0);
+  });
+});
+
+describe('loadSheddingMiddleware with an async skip', () => {
+  it('waits for it: true exempts (not shed, not counted), false sheds; a rejection fails the request', async () => {
+    const shedder = await shedderWith({ eventLoopDelayMs: 500 }); // everything but exemptions is shed
+    const app = express();
+    app.use(loadSheddingMiddleware({ shedder, priority: () => 'low', skip: asyncSkip }));
+    app.get('/internal', (_req, res) => void res.send(`in flight: ${shedder.inFlight}`));
+    app.get('/orders', (_req, res) => void res.send('orders'));
+    app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(500).send(`handled: ${error.message}`);
+    });
+    const { url, allClosed } = await listen(createServer(app));
+    expect(await (await get(`${url}/internal`)).text()).toBe('in flight: 0');
+    expect((await get(`${url}/orders`)).status).toBe(503);
+    const rejected = await get(`${url}/reject`);
+    expect(rejected.status).toBe(500);
+    expect(await rejected.text()).toBe('handled: skip lookup failed');
+    await allClosed();
+    expect(shedder.inFlight).toBe(0);
+  });
+
+  it('on Fastify too: true exempts, false sheds, a rejection is the error reply', async () => {
+    const shedder = await shedderWith({ eventLoopDelayMs: 500 });
+    const { url, allClosed } = await fastifyWithSkipRoutes((app) =>
+      app.register(fastifyLoadShedding, { shedder, priority: () => 'low', skip: asyncSkip }),
+    );
+    await expectAsyncSkipHonoured(url, 503);
+    await allClosed();
     expect(shedder.inFlight).toBe(0);
   });
 });
@@ -235,11 +268,11 @@ describe('loadSheddingMiddleware on Express', () => {
     const { url, allClosed } = await listen(createServer(app));
 
     expect(await (await get(`${url}/checkout`)).text()).toBe('paid');
-    const shed = await get(`${url}/feed`);
-    expect(shed.status).toBe(503);
-    expect(shed.headers.get('retry-after')).toBe('1');
-    expect(shed.headers.get('content-type')).toBe('application/problem+json');
-    expect(await shed.json()).toMatchObject({ status: 503, code: 'ERR_LOAD_SHED', instance: '/feed' });
+    await expectProblem(await get(`${url}/feed`), {
+      status: 503,
+      retryAfter: '1',
+      body: { code: 'ERR_LOAD_SHED', instance: '/feed' },
+    });
     expect(await (await get(`${url}/healthz`)).text()).toBe('up');
     const broken = await get(`${url}/broken`);
     expect(broken.status).toBe(500);

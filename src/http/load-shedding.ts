@@ -28,9 +28,10 @@ export interface LoadSheddingOptions<Req = IncomingMessage> extends OverloadRepl
   /** The priority of a request: `'critical' | 'high' | 'normal' | 'low'`. Required. */
   readonly priority: (request: Req) => Priority;
   /**
-   * Requests that are never shed and not counted in flight: `true` exempts the request. Must
-   * return a boolean, synchronously: anything else fails the request (`next(error)`), so an async
-   * function cannot exempt everything.
+   * Requests that are never shed and not counted in flight: `true` exempts the request, `false`
+   * sends it through the shedder. May return a promise (an async lookup), which is waited for.
+   * Anything but a boolean (or a promise of one), a throw or a rejection fails the request
+   * (`next(error)`, Fastify's error reply): it is never exempted by accident.
    * @default isHealthCheck (/health, /healthz, /ready, /readyz, /live, /livez and paths under them)
    */
   readonly skip?: Skip<Req> | undefined;
@@ -60,13 +61,13 @@ function shedding<Req extends { readonly url?: string | undefined }>(
   const schema = {
     shedder: required(shedderCheck),
     priority: required(func<(request: Req) => Priority>()),
-    skip: skipField<Skip<Req>>(isHealthCheck),
+    skip: skipField<Req>(isHealthCheck),
     ...overloadReplyFields,
   } satisfies Schema<LoadSheddingOptions<Req>>;
   const o = readAdapterOptions(what, options, schema);
   const { shedder, priority } = o;
   const replier = overloadReplier(o);
-  return skipping(o.skip, 'sync', (request, reply, next, edge) => {
+  return skipping(o.skip, (request, reply, next, edge) => {
     let release: Release;
     try {
       release = shedder.admit(priority(request));
@@ -107,12 +108,9 @@ export function loadSheddingMiddleware<Req extends IncomingMessage = IncomingMes
 }
 
 /**
- * The Fastify plugin of {@link loadSheddingMiddleware}, with the same options (`priority` and
- * `skip` receive the `FastifyRequest`, so they can read `request.routeOptions.config`). It adds an
- * `onRequest` hook to the context it is registered in, without encapsulation (as `fastify-plugin`
- * would): register it at the root to cover every route. A refusal is answered 503 problem+json
- * with a jittered `Retry-After`; an admitted request is counted in flight until its response
- * closes. An invalid option fails the registration (`app.ready()` rejects with the `TypeError`).
+ * {@link loadSheddingMiddleware} as a Fastify plugin ({@link FastifyPluginLike}: register it at the
+ * root to cover every route). `priority` and `skip` receive the `FastifyRequest`, so they can read
+ * `request.routeOptions.config`.
  *
  * @example
  * await app.register(fastifyLoadShedding, {

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { expectProblem } from '../../test/support/problem-assertions.js';
 import { ResilienceError, StoreUnavailableError, TimeoutError } from '../core/errors.js';
 import { problemReply, problemResponse } from './problem-response.js';
 
@@ -89,13 +90,10 @@ describe('problemResponse', () => {
     servers.push(server);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/x`);
-    expect(res.status).toBe(503);
-    expect(res.headers.get('content-type')).toBe('application/problem+json');
-    expect(res.headers.get('retry-after')).toBe('1');
-    expect(await res.json()).toMatchObject({
-      type: 'urn:bulwark:problem:overloaded',
+    await expectProblem(res, {
       status: 503,
-      detail: 'busy',
+      retryAfter: '1',
+      body: { type: 'urn:bulwark:problem:overloaded', detail: 'busy' },
     });
   });
 

@@ -4,6 +4,7 @@ import { connect, type Socket } from 'node:net';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { asyncSkip, expectAsyncSkipHonoured, fastifyWithSkipRoutes } from '../../test/support/async-skip.js';
 import { until } from '../../test/support/http-server.js';
 import { memoryRateLimitStore } from '../rate-limit/memory-store.js';
 import { rateLimiter } from '../rate-limit/rate-limiter.js';
@@ -460,6 +461,14 @@ describe('fastifyRateLimit', () => {
     await resetMidRequest(`${url}/work`, 20, () => seen.keys);
     await until(() => seen.errors === 20, 'every reset request was failed');
     expect(seen).toEqual({ keys: 20, handled: 0, errors: 20 });
+  });
+
+  it('an async skip is waited for: true exempts (no quota, no headers), false limits, a rejection fails', async () => {
+    const limiter = rateLimiter({ limit: 1, periodMs: 60_000, clock: new FakeClock() });
+    const { url } = await fastifyWithSkipRoutes((app) =>
+      app.register(fastifyRateLimit, { limiter, key: () => 'shared', skip: asyncSkip }),
+    );
+    await expectAsyncSkipHonoured(url, 429, 1);
   });
 
   it('fails registration on bad options', async () => {

@@ -33,7 +33,7 @@ import type { FastifyPluginLike, FastifyRequestLike } from './fastify-types.js';
 import { overloadReplier, overloadReplyFields } from './overload-reply.js';
 import { problemReply } from './problem-response.js';
 import { rateLimitHeaders } from './rate-limit-headers.js';
-import { type AsyncSkip, skipField, skipping } from './skip.js';
+import { type Skip, skipField, skipping } from './skip.js';
 
 /**
  * What a key function may return. `undefined` is allowed by the type because request properties
@@ -59,7 +59,7 @@ export interface RateLimitHttpOptions<Req> {
    * (or a promise of one), a throw or a rejection fails the request like a bad key.
    * @default none: every request is limited
    */
-  readonly skip?: AsyncSkip<Req> | undefined;
+  readonly skip?: Skip<Req> | undefined;
   /** Units the request takes (e.g. by route weight). @default () => 1 */
   readonly cost?: ((request: Req) => number) | undefined;
   /** Send `RateLimit-Policy` and `RateLimit` headers. @default true */
@@ -170,7 +170,7 @@ function limiting<Req extends UrlRequest>(
   const schema = {
     limiter: required(limiterCheck),
     key: required(func<(request: Req) => RateLimitKey | Promise<RateLimitKey>>()),
-    skip: skipField<AsyncSkip<Req>>(),
+    skip: skipField<Req>(),
     cost: optional(func<(request: Req) => number>()),
     headers: withDefault(true, boolean),
   } satisfies Schema<RateLimitHttpOptions<Req>>;
@@ -178,7 +178,7 @@ function limiting<Req extends UrlRequest>(
   const c: Limiting<Req> = { limiter: o.limiter, cost: o.cost, headers: o.headers };
   const keyed: Continuation<Req> = (key, request, reply, next, edge) =>
     take(c, key, request, reply, next, edge);
-  return skipping(o.skip, 'async', asking(o.key, true, keyed));
+  return skipping(o.skip, asking(o.key, true, keyed));
 }
 
 /**
@@ -208,11 +208,9 @@ export function rateLimitMiddleware<Req extends IncomingMessage = IncomingMessag
 }
 
 /**
- * The Fastify plugin: an `onRequest` hook with the same options and behaviour as
- * {@link rateLimitMiddleware} (`key`, `skip` and `cost` receive the `FastifyRequest`). It is not
- * encapsulated (like plugins wrapped in `fastify-plugin`): registered on an instance it limits
- * every route of that instance and its children; register it inside a scoped plugin to limit only
- * that scope's routes. An invalid option fails the registration.
+ * {@link rateLimitMiddleware} as a Fastify plugin ({@link FastifyPluginLike}: register it inside a
+ * scoped plugin to limit only that scope's routes). `key`, `skip` and `cost` receive the
+ * `FastifyRequest`.
  *
  * @example
  * app.register(fastifyRateLimit, { limiter, key: (request) => request.ip, skip: (request) => request.url === '/healthz' });

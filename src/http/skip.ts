@@ -3,51 +3,48 @@
  * requests the adapter leaves alone (health checks, internal callers), read and asked here.
  */
 
-import { isThenable } from '../core/policy.js';
 import { type Field, func, optional, withDefault } from '../core/read-options.js';
 import { show } from '../core/validate.js';
 import type { RequestHandler } from './adapter.js';
 import { asking, type Continuation } from './ask.js';
 
-/** A request exemption: `true` passes the request on untouched, `false` sends it through the adapter. */
-export type Skip<Req> = (request: Req) => boolean;
-
-/** A request exemption that may decide through a promise (an async lookup). */
-export type AsyncSkip<Req> = (request: Req) => boolean | Promise<boolean>;
+/**
+ * A request exemption: `true` passes the request on untouched, `false` sends it through the
+ * adapter. It may answer through a promise (an async lookup), which is waited for; a synchronous
+ * answer is used at once, without a promise. Anything but a boolean (or a promise of one), a throw
+ * or a rejection fails the request: it is never exempted by accident.
+ *
+ * @example
+ * skip: (req) => isHealthCheck(req) || isInternalCaller(req) // true at once, or a lookup's promise
+ */
+export type Skip<Req> = (request: Req) => boolean | Promise<boolean>;
 
 /**
  * The `skip` option of an adapter's schema: a function when given (a `TypeError` naming `skip`
  * otherwise), else `fallback` (none: every request goes through the adapter).
  */
-export function skipField<S extends AsyncSkip<never>>(fallback?: S): Field<S | undefined> {
-  return fallback === undefined ? optional(func<S>()) : withDefault<S | undefined>(fallback, func<S>());
+export function skipField<Req>(fallback?: Skip<Req>): Field<Skip<Req> | undefined> {
+  return fallback === undefined
+    ? optional(func<Skip<Req>>())
+    : withDefault<Skip<Req> | undefined>(fallback, func<Skip<Req>>());
 }
 
 /**
- * `handle` behind `skip`: `skip(request) === true` passes the request on untouched
- * (`edge.proceed`), `false` runs `handle`. In `'async'` mode a promise is waited for; in `'sync'`
- * mode it is an error, since a promise is truthy and must not exempt every request. Any answer
- * but a boolean, a throw or a rejection fails the request (`edge.fail`): an exemption is never
- * granted by accident. Without `skip`, returns `handle` itself (no cost).
+ * `handle` behind `skip`, the same in every adapter: `skip(request) === true` passes the request
+ * on untouched (`edge.proceed`), `false` runs `handle`. A promise is waited for (synchronously
+ * answered requests go on at once, with no promise created). Any answer but a boolean, a throw or
+ * a rejection fails the request (`edge.fail`): an exemption is never granted by accident. Without
+ * `skip`, returns `handle` itself (no cost).
  */
-export function skipping<Req>(
-  skip: AsyncSkip<Req> | undefined,
-  mode: 'sync' | 'async',
-  handle: RequestHandler<Req>,
-): RequestHandler<Req> {
+export function skipping<Req>(skip: Skip<Req> | undefined, handle: RequestHandler<Req>): RequestHandler<Req> {
   if (skip === undefined) return handle;
-  const waits = mode === 'async';
   const afterSkip: Continuation<Req> = (answer, request, reply, next, edge) => {
     if (answer === false) handle(request, reply, next, edge);
     else if (answer === true) edge.proceed(reply, next);
-    else edge.fail(next, notBoolean(answer));
+    else
+      edge.fail(next, new TypeError(`expected the "skip" function to return a boolean, got ${show(answer)}`));
   };
-  return asking(skip, waits, afterSkip);
-}
-
-function notBoolean(answer: unknown): TypeError {
-  const got = isThenable(answer) ? 'a promise (this adapter decides synchronously)' : show(answer);
-  return new TypeError(`expected the "skip" function to return a boolean, got ${got}`);
+  return asking(skip, true, afterSkip);
 }
 
 const healthPath = /^\/(?:health|healthz|ready|readyz|live|livez)(?:[/?#]|$)/;
