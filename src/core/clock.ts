@@ -62,7 +62,9 @@ export function sleepWith(clock: Clock, ms: number, signal?: AbortSignal): Promi
 
 // performance.now() is monotonic; anchoring it to timeOrigin keeps values epoch-based, so a
 // caller's `deadline: Date.now() + 500` means what it says.
-const origin = performance.timeOrigin;
+// Read once: in Node the global `performance` is an accessor, a getter call on every read.
+const runtimePerformance = performance;
+const origin = runtimePerformance.timeOrigin;
 
 /**
  * The longest delay a runtime timer takes as given. Node (like browsers) stores it as a signed
@@ -172,7 +174,7 @@ const runtimeTimers = chainedTimers({
  * honoured, also past 2^31-1 ms (which Node would fire after 1 ms): see {@link chainedTimers}.
  */
 export const systemClock: Clock = {
-  now: () => origin + performance.now(),
+  now: () => origin + runtimePerformance.now(),
   sleep(ms, signal) {
     return sleepWith(systemClock, ms, signal);
   },

@@ -5,13 +5,17 @@
  * `take`, `peek` and `reset` have one path each whatever the store.
  */
 import type { Listeners } from '../core/events.js';
+import type { RateLimitRejectedEvent } from './events.js';
 import type { MemoryRateLimitStore } from './memory-store.js';
-import type { RateLimitRejectedEvent } from './rate-limiter.js';
 import type { RateLimitResult, RateLimitRule } from './store.js';
 
 /** One limiter's decisions on its store; `key` and `cost` are already validated. */
 export interface Decider {
-  /** The decision on `cost` units of `key`; rejects with the store's failure per the limiter's mode. */
+  /**
+   * The decision on `cost` units of `key`; rejects with the store's failure per the limiter's mode.
+   * May throw synchronously (the in-memory store's `TypeError` for two rules under one name): the
+   * limiter calls it inside its own `try`, so its callers still only ever see a rejection.
+   */
   take(key: string, cost: number): Promise<RateLimitResult>;
   /** The state of `key`, taking nothing. */
   peek(key: string): Promise<RateLimitResult>;
@@ -42,11 +46,7 @@ export class MemoryDecider implements Decider {
   ) {}
 
   take(key: string, cost: number): Promise<RateLimitResult> {
-    try {
-      return Promise.resolve(this.takeSync(key, cost));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return Promise.resolve(this.takeSync(key, cost));
   }
 
   /** The decision, synchronously; throws the store's `TypeError` (two rules under one name). */

@@ -67,6 +67,32 @@ describe('memoryRateLimitStore', () => {
     expect(store.takeSync('a', 1, rule).allowed).toBe(true);
   });
 
+  it('a key taken again and again (its LRU lookup skipped) restarts after a reset or an eviction', async () => {
+    const store = memoryRateLimitStore({ maxKeys: 1, clock: new FakeClock() });
+    store.takeSync('hot', 2, rule);
+    expect(store.takeSync('hot', 1, rule).allowed).toBe(false);
+    await store.reset('hot', rule);
+    expect(store.takeSync('hot', 1, rule)).toMatchObject({ allowed: true, remaining: 1 });
+    store.takeSync('hot', 1, rule);
+    store.takeSync('other', 1, rule); // evicts hot (maxKeys 1)
+    expect(store.size).toBe(1);
+    expect(store.takeSync('hot', 1, rule)).toMatchObject({ allowed: true, remaining: 1 });
+    await store.reset('other', rule); // already evicted: resetting it leaves hot alone
+    expect(store.takeSync('hot', 1, rule)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(store.takeSync('hot', 1, rule).allowed).toBe(false);
+  });
+
+  it('keeps recency exact for a repeated key: the key taken last is the one kept', () => {
+    const store = memoryRateLimitStore({ maxKeys: 2, clock: new FakeClock() });
+    store.takeSync('a', 1, rule);
+    store.takeSync('b', 1, rule);
+    store.takeSync('a', 1, rule); // a is the most recent again
+    store.takeSync('a', 1, rule); // repeated: no lookup, still the most recent
+    store.takeSync('c', 1, rule); // evicts b
+    expect(store.takeSync('a', 1, rule).allowed).toBe(false);
+    expect(store.takeSync('b', 1, rule)).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
   it('starts no timer, whatever the number of keys', () => {
     const clock = new FakeClock();
     const store = memoryRateLimitStore({ clock });

@@ -34,6 +34,14 @@ interface Partition {
   readonly rule: RateLimitRule;
   readonly algorithm: Algorithm<object>;
   readonly states: LRUCache<string, object>;
+  /**
+   * The key the last take stored or looked up, and its state: a hot key (a global limit is one fixed
+   * key) skips the LRU lookup. Exact, not a cache that can go stale: that key is already the most
+   * recently used, so skipping `get` changes no recency, and only `reset` or another key's take
+   * (which may evict) move it, and both replace or clear this.
+   */
+  lastKey: string | undefined;
+  lastState: object | undefined;
 }
 
 /**
@@ -77,7 +85,11 @@ export class MemoryRateLimitStore implements RateLimitStore {
 
   /** Forgets `key` under `rule` (it restarts at full capacity); resolves at once. */
   reset(key: string, rule: RateLimitRule): Promise<void> {
-    this.partitions.get(rule.name)?.states.delete(key);
+    const partition = this.partitions.get(rule.name);
+    if (partition !== undefined) {
+      partition.states.delete(key);
+      if (partition.lastKey === key) partition.lastKey = partition.lastState = undefined;
+    }
     return Promise.resolve();
   }
 
@@ -95,11 +107,13 @@ export class MemoryRateLimitStore implements RateLimitStore {
       const seen = partition.states.peek(key) ?? partition.algorithm.create(rule, now);
       return partition.algorithm.take(seen, now, 0, rule);
     }
-    let state = partition.states.get(key);
+    let state = key === partition.lastKey ? partition.lastState! : partition.states.get(key);
     if (state === undefined) {
       state = partition.algorithm.create(rule, now);
       partition.states.set(key, state);
     }
+    partition.lastKey = key;
+    partition.lastState = state;
     return partition.algorithm.take(state, now, cost, rule);
   }
 
@@ -117,6 +131,8 @@ export class MemoryRateLimitStore implements RateLimitStore {
         rule,
         algorithm: algorithms[rule.algorithm],
         states: keyMap<object>(this.maxKeys),
+        lastKey: undefined,
+        lastState: undefined,
       };
       this.partitions.set(rule.name, partition);
     } else if (!sameRule(partition.rule, rule)) {

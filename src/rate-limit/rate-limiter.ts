@@ -1,99 +1,25 @@
 import type { Clock } from '../core/clock.js';
-import type { StoreUnavailableError } from '../core/errors.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
-import { policyOptionKeys } from '../core/gate.js';
 import type { Policy } from '../core/policy.js';
-import { nonNegative, optionKeys, optionsObject, show, storeKey } from '../core/validate.js';
+import { nonNegative, optionsObject, show, storeKey } from '../core/validate.js';
 import { type Decider, MemoryDecider } from './decider.js';
+import type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './events.js';
 import { MemoryRateLimitStore } from './memory-store.js';
-import { readRateLimiterOptions } from './options.js';
+import {
+  type RateLimiterOptions,
+  type RateLimitWaitOptions,
+  rateLimitPolicyOptionKeys,
+  readRateLimiterOptions,
+  waitOptionKeys,
+} from './options.js';
 import { RateLimitPolicy, type RateLimitPolicyOptions } from './rate-limit-policy.js';
 import { RemoteDecider } from './remote-decider.js';
-import { localRuleOf, type RateLimitRuleOptions, ruleFrom } from './rule.js';
+import { localRuleOf, ruleFrom } from './rule.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
 import { WaitQueue } from './wait-queue.js';
 
-/** What a limiter does when its store fails or misses its deadline (the `storeFailure` option). */
-export type StoreFailureMode = 'fail-open' | 'fail-closed' | 'local';
-
-/** Options of {@link rateLimiter}. */
-export interface RateLimiterOptions extends RateLimitRuleOptions {
-  /**
-   * Where per-key state lives and decisions are made. A store shared by several limiters needs
-   * distinct limiter `name`s.
-   * @default a new in-memory store (`memoryRateLimitStore({ maxKeys, clock })`)
-   */
-  readonly store?: RateLimitStore | undefined;
-  /**
-   * Bound of every per-key map the limiter keeps: the default in-memory store, the local memory of
-   * blocked keys and the `local` fallback. Least recently used keys are evicted first; an evicted key
-   * restarts at full capacity. A bound, not an allocation: the maps grow with the keys actually used,
-   * so any positive integer works (`2 ** 32` included); anything else is a `TypeError`.
-   * @default 10_000
-   */
-  readonly maxKeys?: number | undefined;
-  /** Time for the in-memory store, waits and the blocked-key memory. @default systemClock */
-  readonly clock?: Clock | undefined;
-  /**
-   * When the store fails (a Redis error, or no answer within its deadline):
-   * - `fail-closed`: `take`/`wait` reject and `policy` throws the `StoreUnavailableError` (kind
-   *   `unavailable`, HTTP 503): nothing is admitted that the shared limit did not admit, and the
-   *   failure is visible.
-   * - `fail-open`: admit, with `fallback: 'fail-open'` on the result.
-   * - `local`: decide with an in-memory limiter at `1 / instances` of the rule, kept warm with this
-   *   process's admitted traffic while the store works; results carry `fallback: 'local'`.
-   *
-   * Either way the failure is never reported as a refusal, and `onStoreError` listeners hear of it.
-   * Irrelevant for the in-memory store, which cannot fail.
-   * @default 'fail-closed'
-   */
-  readonly storeFailure?: StoreFailureMode | undefined;
-  /** How many processes share the limit: the `local` fallback admits `1 / instances` of it. @default 1 */
-  readonly instances?: number | undefined;
-}
-
-/** Options of {@link RateLimiter.wait}. */
-export interface RateLimitWaitOptions {
-  /** Units to take. @default 1 */
-  readonly cost?: number | undefined;
-  /** Gives up waiting: the wait rejects with `signal.reason`. */
-  readonly signal?: AbortSignal | undefined;
-  /**
-   * Longest to wait. When this waiter's turn (estimated from its queue position: the units queued
-   * ahead plus its own cost, at the rule's rate) comes later than this, `wait` rejects at once with a
-   * `RateLimitedError` rather than sleeping in vain; one that leaves at this limit gets the estimate
-   * as `retryAfterMs` (≥ 1). Judged from when the store was asked, in whole ms, so on a remote store
-   * the wait may end up to one round trip later.
-   * @default the longest an uncontended key can need: burst × periodMs / limit (token bucket, GCRA),
-   * periodMs + periodMs / buckets (sliding window)
-   */
-  readonly maxWaitMs?: number | undefined;
-}
-
-const waitOptionKeys = optionKeys<RateLimitWaitOptions>({ cost: true, signal: true, maxWaitMs: true });
-const rateLimitPolicyOptionKeys = optionKeys<RateLimitPolicyOptions>({
-  cost: true,
-  wait: true,
-  maxWaitMs: true,
-  ...policyOptionKeys,
-});
-
-/** Emitted when a take is refused (including refusals answered from the blocked-key memory). */
-export interface RateLimitRejectedEvent {
-  readonly key: string;
-  readonly cost: number;
-  readonly retryAfterMs: number;
-  readonly remaining: number;
-}
-
-/** Emitted for every store failure, before the `storeFailure` mode applies. */
-export interface RateLimitStoreErrorEvent {
-  readonly key: string;
-  /** The failure, as a `StoreUnavailableError` whose `cause` is the store's own error. */
-  readonly error: StoreUnavailableError;
-  /** What the limiter did about it. */
-  readonly mode: StoreFailureMode;
-}
+export type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './events.js';
+export type { RateLimiterOptions, RateLimitWaitOptions, StoreFailureMode } from './options.js';
 
 /**
  * A rate limiter: `limit` units per `periodMs` per key, decided by its store. `take`, `peek`,
@@ -159,13 +85,14 @@ export class RateLimiter {
    * if (!allowed) return reply.code(429).header('retry-after', Math.ceil(retryAfterMs / 1000)).send();
    */
   take(key: string, cost = 1): Promise<RateLimitResult> {
+    // One try for the checks and the decider (which may throw): callers only ever see a rejection.
     try {
       storeKey('key', key);
       if (cost !== 1) this.checkCost(cost);
+      return this.decider.take(key, cost);
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.decider.take(key, cost);
   }
 
   /**
@@ -195,12 +122,7 @@ export class RateLimiter {
    * Store failures follow `storeFailure` like `take`; a bad `key` rejects with a `TypeError`.
    */
   peek(key: string): Promise<RateLimitResult> {
-    try {
-      storeKey('key', key);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.decider.peek(key);
+    return badKeyRejection(key) ?? this.decider.peek(key);
   }
 
   /**
@@ -272,12 +194,7 @@ export class RateLimiter {
    * `TypeError` for a bad `key`.
    */
   reset(key: string): Promise<void> {
-    try {
-      storeKey('key', key);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.decider.reset(key);
+    return badKeyRejection(key) ?? this.decider.reset(key);
   }
 
   /** Subscribes to refusals; returns a disposer. */
@@ -299,6 +216,16 @@ export class RateLimiter {
         `expected "cost" to be at most "burst" (${this.rule.burst}): a larger cost could never be allowed, got ${cost}`,
       );
     }
+  }
+}
+
+/** The `TypeError` of a bad `key` as a rejected promise; undefined for a good key. */
+function badKeyRejection(key: string): Promise<never> | undefined {
+  try {
+    storeKey('key', key);
+    return undefined;
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 

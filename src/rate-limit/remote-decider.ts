@@ -9,8 +9,9 @@ import type { Listeners } from '../core/events.js';
 import { isThenable } from '../core/policy.js';
 import { BlockedKeys } from './blocked-keys.js';
 import { type Decider, emitRejected } from './decider.js';
+import type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './events.js';
 import { MemoryRateLimitStore } from './memory-store.js';
-import type { RateLimitRejectedEvent, RateLimitStoreErrorEvent, StoreFailureMode } from './rate-limiter.js';
+import type { StoreFailureMode } from './options.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
 
 /** What a remote decider needs from its limiter. */

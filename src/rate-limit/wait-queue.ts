@@ -4,40 +4,11 @@ import { DeadlineQueue } from '../core/deadline-queue.js';
 import { LinkedQueue } from '../core/linked-queue.js';
 import { isThenable } from '../core/policy.js';
 import { WaitingEntry } from '../core/waiting-entry.js';
-import { RateLimitedError } from './errors.js';
 import type { RateLimitResult, RateLimitRule } from './store.js';
+import { turnAt, waitRefusal } from './wait-turn.js';
 
 /** Takes `cost` from `key` (the limiter's take, store failures and all). */
 export type Take = (key: string, cost: number) => RateLimitResult | Promise<RateLimitResult>;
-
-/**
- * The earliest time (limiter clock) a waiter can be served, from its queue position: `behind`
- * units queued after the head up to and including its own cost, at the rule's rate.
- *
- * With `readyAt`, the time the head's own units come back (known from its last refusal), the token
- * bucket and GCRA need `behind` units more at `periodMs / limit` each; the sliding window admits at
- * most `limit` units from then on in any window of `periodMs`, so the head's and these units take
- * `ceil(units / limit) − 1` further windows. Without it (the head's first take is still on its way
- * to the store) only the rate bounds it: a full bucket admits `burst` at once.
- *
- * A lower bound up to the store's rounding of the head's `retryAfterMs` to whole milliseconds:
- * other takers only make the real turn later.
- */
-function turnAt(
-  rule: RateLimitRule,
-  now: number,
-  readyAt: number | undefined,
-  headCost: number,
-  behind: number,
-): number {
-  const { limit, periodMs, burst } = rule;
-  if (rule.algorithm === 'sliding-window') {
-    const windows = Math.ceil((headCost + behind) / limit) - 1;
-    return (readyAt ?? now) + windows * periodMs;
-  }
-  const units = readyAt === undefined ? headCost + behind - burst : behind;
-  return (readyAt ?? now) + (Math.max(0, units) * periodMs) / limit;
-}
 
 /**
  * One caller of `wait()`: a node of its key's FIFO and an entry of the shared deadline timer. It is
@@ -104,7 +75,7 @@ class KeyQueue {
       );
       // One ms of slack: the head's readiness is known to whole milliseconds only.
       if (turn - 1 > waiter.deadline) {
-        waiter.reject(this.owner.refusal(this.key, turn - now, 0, 'turn'));
+        waiter.reject(waitRefusal(this.owner.rule, this.key, turn - now, 0, 'turn'));
         return false;
       }
       if (this.readyAt === undefined) this.unchecked = true;
@@ -143,7 +114,7 @@ class KeyQueue {
       this.readyAt = asked + result.retryAfterMs;
       if (result.retryAfterMs > Math.ceil(head.deadline - asked)) {
         this.finish(head);
-        head.reject(this.owner.refusal(this.key, result.retryAfterMs, result.remaining, 'refused'));
+        head.reject(waitRefusal(this.owner.rule, this.key, result.retryAfterMs, result.remaining, 'refused'));
         continue;
       }
       if (this.unchecked) this.checkTurns();
@@ -165,7 +136,7 @@ class KeyQueue {
       const turn = turnAt(this.owner.rule, now, this.readyAt, head.cost, behind);
       if (turn - 1 > waiter.deadline) {
         this.finish(waiter);
-        waiter.reject(this.owner.refusal(this.key, turn - now, 0, 'turn'));
+        waiter.reject(waitRefusal(this.owner.rule, this.key, turn - now, 0, 'turn'));
         behind -= waiter.cost;
       }
       waiter = next;
@@ -184,7 +155,7 @@ class KeyQueue {
     }
     const now = this.owner.clock.now();
     const turn = turnAt(this.owner.rule, now, this.readyAt, head.cost, behind);
-    this.leave(waiter, this.owner.refusal(this.key, turn - now, 0, 'deadline'));
+    this.leave(waiter, waitRefusal(this.owner.rule, this.key, turn - now, 0, 'deadline'));
   }
 
   /** A waiter leaves before being served: rejects it and, if it was the head, wakes the pump. */
@@ -308,28 +279,5 @@ export class WaitQueue {
   /** Forgets a queue whose last waiter left. */
   drop(queue: KeyQueue): void {
     this.queues.delete(queue.key);
-  }
-
-  /**
-   * The error of a waiter that gives up: quota for its cost is `waitMs` away (at least 1 ms, since
-   * it could not be served now).
-   */
-  refusal(
-    key: string,
-    waitMs: number,
-    remaining: number,
-    why: 'refused' | 'turn' | 'deadline',
-  ): RateLimitedError {
-    const retryAfterMs = Math.max(1, Math.ceil(waitMs));
-    return new RateLimitedError(key, retryAfterMs, {
-      limit: this.rule.burst,
-      remaining,
-      message:
-        why === 'refused'
-          ? `rate limit exceeded: quota for this cost comes back in ${retryAfterMs} ms, after the wait limit`
-          : why === 'turn'
-            ? `rate limit exceeded: this waiter's turn comes in ${retryAfterMs} ms, after the wait limit`
-            : `rate limit exceeded: no quota came back within the wait limit; this waiter's turn comes in ${retryAfterMs} ms`,
-    });
   }
 }

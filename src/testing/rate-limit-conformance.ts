@@ -122,6 +122,20 @@ function firstUnitBack(r: RateLimitRule): { low: number; high: number } {
 }
 
 /**
+ * Takes the one unit of key `k` on a rule whose burst is 1, checks that the next take is refused
+ * with the `retryAfterMs` of {@link firstUnitBack} (`what` names it in a failure), and returns that
+ * refusal.
+ */
+async function takeTheOneUnit(f: RateLimitStoreFixture, r: RateLimitRule, what: string) {
+  equal((await take(f.store, 'k', 1, r)).allowed, true, 'the one unit');
+  const refused = await take(f.store, 'k', 1, r);
+  equal(refused.allowed, false, 'a second take refused');
+  const back = firstUnitBack(r);
+  within(refused.retryAfterMs, back.low - f.slackMs, back.high, what);
+  return refused;
+}
+
+/**
  * Registers the conformance scenarios for `name` under `runner.describe`. `fixture` is called once
  * per scenario and must return a store with no state for the suite's rule names.
  *
@@ -265,11 +279,7 @@ export function rateLimitStoreConformance(
 
         scenario('quota comes back after retryAfterMs', async (f) => {
           const r = rule(algorithm, 1, 400);
-          equal((await take(f.store, 'k', 1, r)).allowed, true, 'first take');
-          const refused = await take(f.store, 'k', 1, r);
-          equal(refused.allowed, false, 'second take refused');
-          const back = firstUnitBack(r);
-          within(refused.retryAfterMs, back.low - f.slackMs, back.high, 'retryAfterMs');
+          const refused = await takeTheOneUnit(f, r, 'retryAfterMs');
           await f.elapse(refused.retryAfterMs);
           const again = await take(f.store, 'k', 1, r);
           equal(again.allowed, true, 'allowed once retryAfterMs has passed');
@@ -306,12 +316,7 @@ export function rateLimitStoreConformance(
         });
 
         scenario('a tiny rule: one unit per day', async (f) => {
-          const r = rule(algorithm, 1, 86_400_000);
-          equal((await take(f.store, 'k', 1, r)).allowed, true, 'the one unit of the day');
-          const refused = await take(f.store, 'k', 1, r);
-          equal(refused.allowed, false, 'a second one refused');
-          const back = firstUnitBack(r);
-          within(refused.retryAfterMs, back.low - f.slackMs, back.high, 'retryAfterMs about a day');
+          await takeTheOneUnit(f, rule(algorithm, 1, 86_400_000), 'retryAfterMs about a day');
         });
 
         scenario('50 concurrent takes of a burst of 10 admit exactly 10', async (f) => {
