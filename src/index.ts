@@ -35,6 +35,7 @@ export {
 export {
   type LoadLimits,
   type LoadShedderOptions,
+  type LoadShedRejection,
   type LoadSignal,
   type LoadSource,
   type LoadThresholds,
@@ -42,7 +43,6 @@ export {
   priorities,
   type SampledSignals,
   type SampleFailedEvent,
-  type ShedEvent,
   type ShedStateChangeEvent,
 } from './admission/load-shedder-options.js';
 export { type MapContext, type MapFn, mapConcurrent } from './admission/map-concurrent.js';
@@ -87,17 +87,17 @@ export {
   TimeoutError,
 } from './core/errors.js';
 export { type Disposer, type Listener, setListenerErrorHandler } from './core/events.js';
+export { fromHttpStatus, type Problem, toHttpStatus, toProblem } from './core/http-status.js';
+export { isTransientKind, type Kind, kinds } from './core/kind.js';
+export { pipeline } from './core/pipeline.js';
+export type { ExecuteOptions, Policy, PolicyExtra } from './core/policy.js';
 export type {
   FailureEvent,
   PolicyEvents,
   PolicyOptions,
   RejectedEvent,
   SuccessEvent,
-} from './core/gate.js';
-export { fromHttpStatus, type Problem, toHttpStatus, toProblem } from './core/http-status.js';
-export { isTransientKind, type Kind, kinds } from './core/kind.js';
-export { pipeline } from './core/pipeline.js';
-export type { ExecuteOptions, Policy, PolicyExtra } from './core/policy.js';
+} from './core/policy-events.js';
 export type { Random } from './core/random.js';
 export { parseRetryAfter, retryAfterOf } from './core/retry-after.js';
 export { HedgeCanceledError, isHedgeCanceledError } from './hedge/errors.js';

@@ -1,9 +1,11 @@
 import { canAbort, offAbort, onAbort } from '../core/abort.js';
-import type { Clock, TimerHandle } from '../core/clock.js';
+import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
-import { DeadlineQueue, type Expiring } from '../core/deadline-queue.js';
-import { type Admission, GatedPolicy, Refusal, type RejectedEvent, type Ticket } from '../core/gate.js';
-import { LinkedQueue, type QueueNode } from '../core/linked-queue.js';
+import { DeadlineQueue } from '../core/deadline-queue.js';
+import { type Admission, GatedPolicy, type ParkedCall, Refusal, type Resume } from '../core/gate.js';
+import { LinkedQueue } from '../core/linked-queue.js';
+import type { RejectedEvent } from '../core/policy-events.js';
+import { WaitingEntry } from '../core/waiting-entry.js';
 import { BulkheadFullError, type BulkheadRejection } from './errors.js';
 import { type BulkheadOptions, readBulkheadOptions } from './options.js';
 
@@ -13,26 +15,26 @@ import { type BulkheadOptions, readBulkheadOptions } from './options.js';
  */
 export type BulkheadRejectedEvent = RejectedEvent<BulkheadRejection>;
 
-/** A caller waiting for a slot: a node of the FIFO and an entry of the shared deadline timer. */
-class Waiter implements QueueNode, Expiring {
-  prevNode: QueueNode | undefined = undefined;
-  nextNode: QueueNode | undefined = undefined;
-  linked = false;
-  settled = false;
-  queueNext: Expiring | undefined = undefined;
-  /** A timer of its own, only when the shared deadline queue could not take this waiter. */
-  timer: TimerHandle | undefined = undefined;
+/**
+ * A caller waiting for a slot: a {@link WaitingEntry} (its place in the FIFO, its deadline on the
+ * shared timer) on which the gate parks the call (see {@link ParkedCall}), so waiting costs no
+ * promise besides the caller's own.
+ */
+class Waiter extends WaitingEntry implements ParkedCall {
+  parkedWork: unknown = undefined;
+  parkedContext: Context | undefined = undefined;
+  resolveParked: ((value: unknown) => void) | undefined = undefined;
+  rejectParked: ((error: unknown) => void) | undefined = undefined;
+  parkedAt = 0;
   /** The caller's signal, while this waiter listens to it. */
   signal: AbortSignal | undefined = undefined;
 
   constructor(
     private readonly slots: Slots,
-    /** Settles the waiter's admission: a slot (a ticket) or a refusal. */
-    readonly resolve: (admission: Ticket | Refusal<BulkheadRejection>) => void,
-    /** Fails the waiter's admission with its caller's abort reason. */
-    readonly reject: (reason: unknown) => void,
     readonly deadline: number,
-  ) {}
+  ) {
+    super();
+  }
 
   /** The queue timeout passed (called by the deadline queue or the own timer). */
   expire(): void {
@@ -56,11 +58,13 @@ class Slots {
     readonly maxQueue: number,
     readonly queueTimeoutMs: number,
     private readonly clock: Clock,
+    /** Decides the waiters' parked calls. */
+    private readonly resume: Resume<BulkheadRejection>,
   ) {
     this.deadlines = queueTimeoutMs === Infinity ? undefined : new DeadlineQueue(clock);
   }
 
-  /** A free slot, a place in the queue (a promise of a slot or a refusal), or a refusal. */
+  /** A free slot, a place in the queue (a parked call, decided later), or a refusal. */
   admit(context: Context): Admission<BulkheadRejection> {
     if (this.active < this.maxConcurrent) {
       // A free slot implies an empty queue: release() hands slots to waiters before freeing them.
@@ -70,10 +74,13 @@ class Slots {
     if (this.waiting.size >= this.maxQueue) return this.full('queue-full');
     const signal = context.signal;
     if (signal.aborted) return Promise.reject(signal.reason);
-    return new Promise((resolve, reject) => this.wait(signal, resolve, reject));
+    return this.wait(signal);
   }
 
-  /** Frees a slot, or hands it straight to the oldest waiter so no newcomer can take it first. */
+  /**
+   * Frees a slot, or hands it straight to the oldest waiter (whose call starts now, in this turn)
+   * so no newcomer can take it first.
+   */
   release(): void {
     const next = this.waiting.shift();
     if (next === undefined) {
@@ -81,33 +88,31 @@ class Slots {
       return;
     }
     this.unwatch(next);
-    next.resolve(0);
+    this.resume.admit(next, 0);
   }
 
-  private wait(
-    signal: AbortSignal,
-    resolve: (admission: Ticket | Refusal<BulkheadRejection>) => void,
-    reject: (reason: unknown) => void,
-  ): void {
-    const deadline = this.deadlines === undefined ? Infinity : this.clock.now() + this.queueTimeoutMs;
-    const waiter = new Waiter(this, resolve, reject, deadline);
+  private wait(signal: AbortSignal): Waiter {
+    const deadlines = this.deadlines;
+    const waiter = new Waiter(
+      this,
+      deadlines === undefined ? Infinity : this.clock.now() + this.queueTimeoutMs,
+    );
     this.waiting.push(waiter);
-    if (this.deadlines !== undefined && !this.deadlines.add(waiter)) {
-      // Only a clock that went backwards gets here: the waiter times itself.
-      waiter.timer = this.clock.setTimer(() => waiter.expire(), this.queueTimeoutMs);
-    }
+    // A deadline earlier than the last one queued (a clock that went backwards) gets its own timer.
+    if (deadlines !== undefined) waiter.watchDeadline(deadlines, this.clock, this.queueTimeoutMs);
     if (canAbort(signal)) {
       // One real listener per signal however many waiters share it (a request fanned out).
       waiter.signal = signal;
       onAbort(signal, waiter);
     }
+    return waiter;
   }
 
   /** A waiter's queue timeout passed: it leaves without a slot. */
   timedOut(waiter: Waiter): void {
     if (!this.waiting.remove(waiter)) return;
     this.unwatch(waiter);
-    waiter.resolve(this.full('queue-timeout'));
+    this.resume.refuse(waiter, this.full('queue-timeout'));
   }
 
   /** A waiter's caller aborted: it leaves without a slot, failing with the signal's reason. */
@@ -115,7 +120,7 @@ class Slots {
     if (!this.waiting.remove(waiter)) return;
     const reason = waiter.signal?.reason;
     this.unwatch(waiter);
-    waiter.reject(reason);
+    this.resume.fail(waiter, reason);
   }
 
   private full(reason: BulkheadRejection): Refusal<BulkheadRejection> {
@@ -124,12 +129,7 @@ class Slots {
 
   /** Stops the waiter's timeout and abort listener. */
   private unwatch(waiter: Waiter): void {
-    if (waiter.timer !== undefined) {
-      this.clock.clearTimer(waiter.timer);
-      waiter.timer = undefined;
-    } else if (this.deadlines !== undefined) {
-      this.deadlines.settle(waiter);
-    }
+    if (this.deadlines !== undefined) waiter.unwatchDeadline(this.deadlines, this.clock);
     if (waiter.signal !== undefined) {
       offAbort(waiter.signal, waiter);
       waiter.signal = undefined;
@@ -149,7 +149,7 @@ export class BulkheadPolicy extends GatedPolicy<BulkheadRejection> {
     super('bulkhead');
     const o = readBulkheadOptions(options);
     this.configure(o, o.clock);
-    this.slots = new Slots(o.maxConcurrent, o.maxQueue, o.queueTimeoutMs, o.clock);
+    this.slots = new Slots(o.maxConcurrent, o.maxQueue, o.queueTimeoutMs, o.clock, this.resume());
   }
 
   /** The most calls running at once. */

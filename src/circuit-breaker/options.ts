@@ -1,6 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import type { Listener } from '../core/events.js';
-import type { PolicyOptions, RejectedEvent } from '../core/gate.js';
+import type { PolicyOptions, RejectedEvent } from '../core/policy-events.js';
 import { policyFields } from '../core/policy-fields.js';
 import {
   between,

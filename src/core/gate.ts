@@ -4,11 +4,9 @@
  * `execute` fast path and the pipeline step come from here; each policy only fills in the hooks
  * (failsafe-go's executor with pre/post hooks, written once). Internal to bulwark.
  */
-import { classify } from './classify.js';
-import { type Clock, systemClock } from './clock.js';
+import type { Clock } from './clock.js';
 import type { Context, Operation } from './context.js';
-import { type Disposer, type Listener, Listeners } from './events.js';
-import type { Kind } from './kind.js';
+import type { Disposer, Listener } from './events.js';
 import { failure, type Outcome } from './outcome.js';
 import {
   BasePolicy,
@@ -20,74 +18,14 @@ import {
   type Step,
   settle,
 } from './policy.js';
-import { isFunction, show } from './validate.js';
-
-/** A call a policy ran that resolved. */
-export interface SuccessEvent {
-  /** The policy's `name`. */
-  readonly policy: string;
-  /** From the moment the policy took the call (waiting for admission included) until it settled. */
-  readonly durationMs: number;
-}
-
-/** A call a policy ran (or let wait) that ended in an error. */
-export interface FailureEvent {
-  /** The policy's `name`. */
-  readonly policy: string;
-  /** The error the call ended with, as this policy saw it (a fallback: the error it answered). */
-  readonly error: unknown;
-  /** `classify(error)`. */
-  readonly kind: Kind;
-  /** From the moment the policy took the call (waiting for admission included) until it settled. */
-  readonly durationMs: number;
-  /**
-   * Whether this policy acted on the failure: retry retried it, the breaker counted it toward
-   * tripping, fallback answered it, timeout timed the call out, hedge started a hedge for it.
-   */
-  readonly handled: boolean;
-}
-
-/** A call a policy refused without running it. */
-export interface RejectedEvent<Reason extends string = string> {
-  /** The policy's `name`. */
-  readonly policy: string;
-  /** Why, in the policy's words (`'queue-full'`, `'open'`, `'shed'`, ...). */
-  readonly reason: Reason;
-  /** The refusal the call rejects with (a `RejectedError`). */
-  readonly error: unknown;
-}
-
-/** The options every policy takes: its name and the uniform events. */
-export interface PolicyOptions<Reason extends string = string> {
-  /** Names the policy in its events (and in telemetry). A non-empty string. @default the pattern's name */
-  readonly name?: string | undefined;
-  /** Subscribes to successful calls, as `policy.onSuccess(listener)`. */
-  readonly onSuccess?: Listener<SuccessEvent> | undefined;
-  /** Subscribes to failed calls, as `policy.onFailure(listener)`. */
-  readonly onFailure?: Listener<FailureEvent> | undefined;
-  /** Subscribes to refusals, as `policy.onRejected(listener)`. */
-  readonly onRejected?: Listener<RejectedEvent<Reason>> | undefined;
-}
-
-/** The keys of {@link PolicyOptions}, for each factory's set of known option names. */
-export const policyOptionKeys = {
-  name: true,
-  onSuccess: true,
-  onFailure: true,
-  onRejected: true,
-} as const satisfies { readonly [K in keyof PolicyOptions]-?: true };
-
-/** What every built-in policy offers: its name and the uniform events. */
-export interface PolicyEvents<Reason extends string = string> {
-  /** The name the policy's events carry (the `name` option; by default the pattern's name). */
-  readonly name: string;
-  /** Subscribes to calls that resolved; returns a disposer. */
-  onSuccess(listener: Listener<SuccessEvent>): Disposer;
-  /** Subscribes to calls that ended in an error (or whose error a fallback answered); returns a disposer. */
-  onFailure(listener: Listener<FailureEvent>): Disposer;
-  /** Subscribes to calls refused without running; returns a disposer. */
-  onRejected(listener: Listener<RejectedEvent<Reason>>): Disposer;
-}
+import {
+  CallEvents,
+  type FailureEvent,
+  type PolicyEvents,
+  type PolicyOptions,
+  type RejectedEvent,
+  type SuccessEvent,
+} from './policy-events.js';
 
 /** A call the policy turned away: the event's `reason` and the error the call fails with. */
 export class Refusal<Reason extends string = string> {
@@ -103,8 +41,46 @@ export class Refusal<Reason extends string = string> {
  */
 export type Ticket = number;
 
-/** Admitted (a {@link Ticket}), refused, or decided later (a queue, a remote store). */
-export type Admission<Reason extends string> = Ticket | Refusal<Reason> | Promise<Ticket | Refusal<Reason>>;
+/**
+ * A call that waits for its admission without a promise of its own (a place in a queue): `admit`
+ * returns the policy's waiter object, the gate parks the call on it (these fields are the gate's,
+ * written after `admit` returns, like a `LinkedQueue` owns its nodes' links), and the policy later
+ * hands it its decision, synchronously, through the {@link Resume} from
+ * {@link GatedPolicy.resume}. The caller's promise is the only one the wait costs.
+ */
+export interface ParkedCall {
+  /** The gate's: what runs once admitted (the operation on the fast path, else the step). */
+  parkedWork: unknown;
+  /** The gate's: the call's context. */
+  parkedContext: Context | undefined;
+  /** The gate's: settles the caller's promise (with the value, or with an outcome on the step path). */
+  resolveParked: ((value: unknown) => void) | undefined;
+  /** The gate's: rejects the caller's promise on the fast path; `undefined` on the step path. */
+  rejectParked: ((error: unknown) => void) | undefined;
+  /** The gate's: when the call arrived, on the policy's clock (0 when nobody observes durations). */
+  parkedAt: number;
+}
+
+/**
+ * How a policy decides a {@link ParkedCall}, each exactly once, whenever it likes: the call runs
+ * inside `admit` (in this turn), leaves refused (`onRejected`) or fails with `error` (its caller
+ * aborted). A call whose signal aborted before its turn came is not run: its ticket is given back.
+ */
+export interface Resume<Reason extends string> {
+  admit(call: ParkedCall, ticket: Ticket): void;
+  refuse(call: ParkedCall, refusal: Refusal<Reason>): void;
+  fail(call: ParkedCall, error: unknown): void;
+}
+
+/**
+ * Admitted (a {@link Ticket}), refused, parked until the policy decides ({@link ParkedCall}), or
+ * decided later by a promise (a remote store).
+ */
+export type Admission<Reason extends string> =
+  | Ticket
+  | Refusal<Reason>
+  | ParkedCall
+  | Promise<Ticket | Refusal<Reason>>;
 
 /**
  * Passed to {@link GatedPolicy.run} only while someone listens to `onFailure`, for `run` to say
@@ -122,10 +98,23 @@ export interface CallNote {
 
 const noTicket: Ticket = 0;
 
+// The promise executors of parked calls: module functions reading the call being parked, so
+// parking a call allocates no executor closure.
+let parking: ParkedCall | undefined;
+function parkCall(resolve: (value: unknown) => void, reject: (error: unknown) => void): void {
+  parking!.resolveParked = resolve;
+  parking!.rejectParked = reject;
+}
+function parkStep(resolve: (value: unknown) => void): void {
+  parking!.resolveParked = resolve;
+  parking!.rejectParked = undefined;
+}
+
 /**
  * The base of every built-in policy. The hooks, each with a default that does nothing:
  * - {@link admit} (before): admit the call (a ticket), refuse it (a {@link Refusal}) or decide
- *   later (a promise of either; a rejection fails the call without running it);
+ *   later: park it on a waiter ({@link ParkedCall}, decided through {@link resume}; the way for a
+ *   queue) or return a promise of either (a remote store; a rejection fails the call unrun);
  * - {@link run} (around, on the pipeline path and for observed calls): run what is inside;
  * - {@link release} (after, on every outcome, when nothing about the call matters) or
  *   {@link settle} (after, with the ticket and how the call ended; says whether the policy acted);
@@ -141,13 +130,8 @@ export abstract class GatedPolicy<Reason extends string = never>
   extends BasePolicy
   implements PolicyEvents<Reason>
 {
-  #name: string;
   // The gate's own state and steps use ES private names, so no policy member can clash with them.
-  /** Times `durationMs`; a policy that has a `clock` option passes it to {@link configure}. */
-  #clock: Clock = systemClock;
-  readonly #succeeded = new Listeners<SuccessEvent>();
-  readonly #failed = new Listeners<FailureEvent>();
-  readonly #refused = new Listeners<RejectedEvent<Reason>>();
+  readonly #events: CallEvents<Reason>;
   // Which hooks the policy filled in, read once instead of on every call.
   readonly #releases: boolean;
   readonly #settles: boolean;
@@ -175,7 +159,7 @@ export abstract class GatedPolicy<Reason extends string = never>
   /** @param patternName the default `name` (`'retry'`, `'bulkhead'`, ...). */
   constructor(patternName: string) {
     super();
-    this.#name = patternName;
+    this.#events = new CallEvents(patternName);
     const base = GatedPolicy.prototype;
     this.#releases = this.release !== base.release;
     this.#settles = this.settle !== base.settle;
@@ -187,37 +171,27 @@ export abstract class GatedPolicy<Reason extends string = never>
    * that times `durationMs`. Called once from the policy's constructor.
    */
   protected configure(options: PolicyOptions<Reason>, clock: Clock | undefined): void {
-    const { name, onSuccess, onFailure, onRejected } = options;
-    if (name !== undefined) {
-      if (typeof name !== 'string' || name === '') {
-        throw new TypeError(`expected "name" to be a non-empty string, got ${show(name)}`);
-      }
-      this.#name = name;
-    }
-    if (clock !== undefined) this.#clock = clock;
-    if (onSuccess !== undefined) this.#succeeded.add(isFunction('onSuccess', onSuccess));
-    if (onFailure !== undefined) this.#failed.add(isFunction('onFailure', onFailure));
-    if (onRejected !== undefined) this.#refused.add(isFunction('onRejected', onRejected));
+    this.#events.configure(options, clock);
   }
 
   /** The name the policy's events carry (the `name` option; by default the pattern's name). */
   get name(): string {
-    return this.#name;
+    return this.#events.name;
   }
 
   /** Subscribes to calls that resolved; returns a disposer. */
   onSuccess(listener: Listener<SuccessEvent>): Disposer {
-    return this.#succeeded.add(listener);
+    return this.#events.succeeded.add(listener);
   }
 
   /** Subscribes to calls that ended in an error (or whose error a fallback answered); returns a disposer. */
   onFailure(listener: Listener<FailureEvent>): Disposer {
-    return this.#failed.add(listener);
+    return this.#events.failed.add(listener);
   }
 
   /** Subscribes to calls refused without running; returns a disposer. */
   onRejected(listener: Listener<RejectedEvent<Reason>>): Disposer {
-    return this.#refused.add(listener);
+    return this.#events.refused.add(listener);
   }
 
   /** Admission (before the call). Default: every call is admitted. */
@@ -256,9 +230,16 @@ export abstract class GatedPolicy<Reason extends string = never>
     return Promise.reject(error);
   }
 
-  /** Whether someone listens to the events that need the call's duration. */
-  get #observed(): boolean {
-    return this.#succeeded.active || this.#failed.active;
+  /**
+   * The {@link Resume} through which this policy decides its {@link ParkedCall}s. Call it once (in
+   * the constructor): each call builds it anew.
+   */
+  protected resume(): Resume<Reason> {
+    return {
+      admit: (call, ticket) => this.#admitParked(call, ticket),
+      refuse: (call, refusal) => this.#settleParked(call, this.#refuse(refusal), false),
+      fail: (call, error) => this.#settleParked(call, error, true),
+    };
   }
 
   /**
@@ -269,12 +250,13 @@ export abstract class GatedPolicy<Reason extends string = never>
   override execute<T>(operation: Operation<T>, options?: ExecuteOptions): Promise<T> {
     const context = openEdge(operation, options);
     if (context instanceof Promise) return context;
-    if (this.#observed || !this.direct(context)) {
+    if (this.#events.observed || !this.direct(context)) {
       return this.#enter((ctx: Context) => invoke(operation, ctx), context).then(settle);
     }
     const admission = this.admit(context);
     if (typeof admission === 'number') return this.#call(operation, context, admission);
     if (admission instanceof Refusal) return Promise.reject(this.#refuse(admission));
+    if (!(admission instanceof Promise)) return this.#park(admission, operation, context, 0, parkCall);
     return admission.then((later) => {
       if (typeof later !== 'number') return Promise.reject(this.#refuse(later));
       return context.signal.aborted
@@ -301,7 +283,11 @@ export abstract class GatedPolicy<Reason extends string = never>
       return Promise.resolve(this.passValue === undefined ? result : this.passValue(result));
     }
     // Promise.resolve adopts a foreign thenable once, whatever it does: one release exactly.
-    const promise = Promise.resolve(result);
+    return this.#follow(Promise.resolve(result), operation, context, ticket);
+  }
+
+  /** Releases (or settles) an admitted call's ticket when its promise settles; then `recover`. */
+  #follow<T>(promise: Promise<T>, operation: Operation<T>, context: Context, ticket: Ticket): Promise<T> {
     if (!this.#recovers) {
       if (this.#releases) return promise.then(this.#releaseValue, this.#releaseError);
       if (!this.#settles) return this.passValue === undefined ? promise : promise.then(this.passValue);
@@ -327,10 +313,11 @@ export abstract class GatedPolicy<Reason extends string = never>
 
   /** The step path (and observed calls): admit, run, release, report. Never rejects. */
   #enter<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
-    const startedAt = this.#observed ? this.#clock.now() : 0;
+    const startedAt = this.#events.start();
     const admission = this.admit(context);
     if (typeof admission === 'number') return this.#pass(next, context, admission, startedAt);
     if (admission instanceof Refusal) return Promise.resolve(failure(this.#refuse(admission)));
+    if (!(admission instanceof Promise)) return this.#park(admission, next, context, startedAt, parkStep);
     return admission.then(
       (later) => {
         if (typeof later !== 'number') return failure<T>(this.#refuse(later));
@@ -339,6 +326,56 @@ export abstract class GatedPolicy<Reason extends string = never>
       },
       (error: unknown) => this.#report(failure<T>(error), startedAt, undefined, false),
     );
+  }
+
+  /** Parks a call on the policy's waiter: the caller's promise, settled by {@link Resume}. */
+  #park<R>(
+    call: ParkedCall,
+    work: unknown,
+    context: Context,
+    startedAt: number,
+    executor: (resolve: (value: unknown) => void, reject: (error: unknown) => void) => void,
+  ): Promise<R> {
+    call.parkedWork = work;
+    call.parkedContext = context;
+    call.parkedAt = startedAt;
+    parking = call;
+    const promise = new Promise(executor) as Promise<R>;
+    parking = undefined;
+    return promise;
+  }
+
+  /**
+   * A parked call's turn came: it runs now. A result is released in a later tick even when the
+   * operation returns or throws synchronously, so handing slots on down a queue never recurses.
+   */
+  #admitParked(call: ParkedCall, ticket: Ticket): void {
+    const context = call.parkedContext!;
+    const resolve = call.resolveParked!;
+    if (context.signal.aborted) {
+      this.#settleParked(call, this.#abandon(ticket, context), true);
+    } else if (call.rejectParked === undefined) {
+      resolve(this.#pass(call.parkedWork as Step<unknown>, context, ticket, call.parkedAt));
+    } else {
+      const operation = call.parkedWork as Operation<unknown>;
+      let result: unknown;
+      try {
+        result = operation(context);
+      } catch (error) {
+        result = Promise.reject(error);
+      }
+      resolve(this.#follow(Promise.resolve(result), operation, context, ticket));
+    }
+  }
+
+  /**
+   * A parked call ends without running: refused (`failed` false: `onRejected` already fired) or
+   * failed (`failed` true: on the step path, reported to `onFailure`).
+   */
+  #settleParked(call: ParkedCall, error: unknown, failed: boolean): void {
+    if (call.rejectParked !== undefined) call.rejectParked(error);
+    else if (failed) call.resolveParked!(this.#report(failure(error), call.parkedAt, undefined, false));
+    else call.resolveParked!(failure(error));
   }
 
   /**
@@ -354,7 +391,7 @@ export abstract class GatedPolicy<Reason extends string = never>
 
   /** Runs an admitted step and releases its ticket when it settles. */
   #pass<T>(next: Step<T>, context: Context, ticket: Ticket, startedAt: number): Promise<Outcome<T>> {
-    const note: CallNote | undefined = this.#failed.active
+    const note: CallNote | undefined = this.#events.failed.active
       ? { handled: false, answered: undefined }
       : undefined;
     let running: Promise<Outcome<T>>;
@@ -364,7 +401,7 @@ export abstract class GatedPolicy<Reason extends string = never>
       // Steps report failures as outcomes; this guards a broken foreign step.
       running = Promise.resolve(failure(error));
     }
-    if (!this.#observed) {
+    if (!this.#events.observed) {
       if (this.#releases) return running.then(this.#releaseOutcome, this.#releaseBroken<T>);
       if (!this.#settles) return running;
     }
@@ -388,31 +425,24 @@ export abstract class GatedPolicy<Reason extends string = never>
     return this.#report(outcome, startedAt, note, handled);
   }
 
-  /** Fires onSuccess or onFailure (when someone listens) for a call that ended. */
+  /** Reports a call that ended, with what the policy did with its failure. */
   #report<T>(
     outcome: Outcome<T>,
     startedAt: number,
     note: CallNote | undefined,
     handled: boolean,
   ): Outcome<T> {
-    if (!this.#observed) return outcome;
-    const durationMs = this.#clock.now() - startedAt;
     const answered = note?.answered;
-    if (outcome.ok && answered === undefined) {
-      if (this.#succeeded.active) this.#succeeded.emit({ policy: this.#name, durationMs });
-    } else if (this.#failed.active) {
-      const error = answered === undefined ? (outcome as { error: unknown }).error : answered.error;
-      const acted = handled || answered !== undefined || note?.handled === true;
-      this.#failed.emit({ policy: this.#name, error, kind: classify(error), durationMs, handled: acted });
-    }
-    return outcome;
+    return this.#events.report(
+      outcome,
+      startedAt,
+      answered,
+      handled || answered !== undefined || note?.handled === true,
+    );
   }
 
   /** Fires onRejected for a refusal and returns the error the call fails with. */
   #refuse(refusal: Refusal<Reason>): unknown {
-    if (this.#refused.active) {
-      this.#refused.emit({ policy: this.#name, reason: refusal.reason, error: refusal.error });
-    }
-    return refusal.error;
+    return this.#events.reject(refusal.reason, refusal.error);
   }
 }

@@ -19,9 +19,9 @@ import { timeout } from '../timeout/timeout.js';
 import { classify } from './classify.js';
 import { ResilienceError } from './errors.js';
 import { setListenerErrorHandler } from './events.js';
-import type { FailureEvent, PolicyOptions, RejectedEvent, SuccessEvent } from './gate.js';
 import { pipeline } from './pipeline.js';
 import type { Policy } from './policy.js';
+import type { FailureEvent, PolicyOptions, RejectedEvent, SuccessEvent } from './policy-events.js';
 
 type Events = { [K in 'onSuccess' | 'onFailure' | 'onRejected']-?: Exclude<PolicyOptions[K], undefined> };
 interface Evented extends Policy<unknown> {

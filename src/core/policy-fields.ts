@@ -2,7 +2,7 @@
  * The options every gated policy takes (`name`, `onSuccess`, `onFailure`, `onRejected`), declared
  * once as schema fields for each policy's options schema to spread.
  */
-import type { FailureEvent, PolicyOptions, RejectedEvent, SuccessEvent } from './gate.js';
+import type { FailureEvent, PolicyOptions, RejectedEvent, SuccessEvent } from './policy-events.js';
 import { listenerField, optional, type Schema } from './read-options.js';
 import { show } from './validate.js';
 

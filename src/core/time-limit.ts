@@ -2,11 +2,10 @@
  * Runs steps under a time limit: the machinery behind `timeout()` and the circuit breaker's
  * `callTimeoutMs`. Internal to bulwark.
  */
-import { type AbortListener, callListener } from './abort.js';
+import { AbortScope } from './abort-scope.js';
 import type { Clock, TimerHandle } from './clock.js';
 import {
   type AbortWatch,
-  abortWatch,
   type Context,
   contextAborted,
   contextAbortReason,
@@ -39,44 +38,27 @@ export function timeoutError(ms: number, allowedMs: number): TimeoutError {
  * and watchers first, then ends the call early in aggressive mode: everything inside sees the
  * abort before the call is released.
  */
-class TimeoutScope implements Context, Expiring, AbortWatch {
+class TimeoutScope extends AbortScope implements Context, Expiring {
   settled = false;
   queueNext: Expiring | undefined = undefined;
   /** Set when the deadline passed: the reason the signal aborts with. */
   expired: TimeoutError | undefined = undefined;
   /** Aggressive mode: settles the call at the deadline or on the parent's abort. */
   onEnd: ((outcome: Outcome<never>) => void) | undefined = undefined;
-  private controller: AbortController | undefined = undefined;
-  /** Set once the scope aborted (deadline or parent): what its signal and watchers got. */
-  private aborted = false;
-  private reason: unknown = undefined;
   /** Subscribed to the parent context's abort. */
   private listening = false;
-  private watchers: Set<AbortListener> | undefined = undefined;
 
   constructor(
     readonly parent: Context,
     readonly deadline: number,
     private readonly ms: number,
     private readonly startedAt: number,
-  ) {}
+  ) {
+    super();
+  }
 
   get attempt(): number {
     return this.parent.attempt;
-  }
-
-  get signal(): AbortSignal {
-    if (this.controller === undefined) {
-      const controller = new AbortController();
-      this.controller = controller;
-      if (this.isAborted) controller.abort(this.abortReason);
-      else this.listen();
-    }
-    return this.controller.signal;
-  }
-
-  get [abortWatch](): AbortWatch {
-    return this;
   }
 
   get isAborted(): boolean {
@@ -87,19 +69,8 @@ class TimeoutScope implements Context, Expiring, AbortWatch {
     return this.aborted ? this.reason : this.listening ? undefined : contextAbortReason(this.parent);
   }
 
-  watchAbort(listener: AbortListener): void {
-    if (this.aborted) return;
-    if (this.watchers === undefined) this.watchers = new Set();
-    this.watchers.add(listener);
-    this.listen();
-  }
-
-  unwatchAbort(listener: AbortListener): void {
-    this.watchers?.delete(listener);
-  }
-
   /** Subscribes to the (not yet aborted) parent context, once. */
-  listen(): void {
+  override listen(): void {
     if (this.listening || this.aborted) return;
     this.listening = true;
     watchContext(this.parent, this);
@@ -119,17 +90,12 @@ class TimeoutScope implements Context, Expiring, AbortWatch {
   }
 
   private abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
+    if (this.abortScope(reason)) this.onEnd?.(failure(reason));
+  }
+
+  /** Detaches from the parent before anything inside hears of the abort. */
+  protected override beforeAbort(): void {
     this.dispose();
-    this.controller?.abort(reason);
-    const watchers = this.watchers;
-    if (watchers !== undefined) {
-      this.watchers = undefined;
-      for (const watcher of watchers) callListener(watcher);
-    }
-    this.onEnd?.(failure(reason));
   }
 
   /** The error of this call's deadline. */

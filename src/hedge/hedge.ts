@@ -7,10 +7,11 @@ import {
   type Operation,
 } from '../core/context.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
-import { type CallNote, GatedPolicy, type PolicyEvents, type Ticket } from '../core/gate.js';
+import { type CallNote, GatedPolicy, type Ticket } from '../core/gate.js';
 import { isPermanentKind } from '../core/kind.js';
 import { failure, type Outcome } from '../core/outcome.js';
 import { type ExecuteOptions, invoke, type Policy, type Step } from '../core/policy.js';
+import type { PolicyEvents } from '../core/policy-events.js';
 import type { HedgeCanceledError } from './errors.js';
 import { HedgeCall, type HedgeEvent, type HedgeSettings } from './hedge-call.js';
 import { type HedgeOptions, readHedgeOptions } from './options.js';

@@ -1,11 +1,5 @@
-import { type AbortListener, callListener } from '../core/abort.js';
-import {
-  type AbortWatch,
-  abortWatch,
-  type Context,
-  contextAborted,
-  contextAbortReason,
-} from '../core/context.js';
+import { AbortScope } from '../core/abort-scope.js';
+import { type Context, contextAborted, contextAbortReason } from '../core/context.js';
 
 /**
  * The context of one hedged try: its own attempt number and its own signal, a child of the call's.
@@ -15,32 +9,16 @@ import {
  * The call, not the try, listens to the parent signal and fans a caller abort out to every
  * in-flight try: one listener per call instead of one per try.
  */
-export class TryContext implements Context, AbortWatch {
-  private controller: AbortController | undefined = undefined;
-  private aborted = false;
-  private reason: unknown = undefined;
-  private watchers: Set<AbortListener> | undefined = undefined;
-
+export class TryContext extends AbortScope implements Context {
   constructor(
     private readonly parent: Context,
     readonly attempt: number,
-  ) {}
+  ) {
+    super();
+  }
 
   get deadline(): number | undefined {
     return this.parent.deadline;
-  }
-
-  get signal(): AbortSignal {
-    if (this.controller === undefined) {
-      const controller = new AbortController();
-      this.controller = controller;
-      if (this.isAborted) controller.abort(this.abortReason);
-    }
-    return this.controller.signal;
-  }
-
-  get [abortWatch](): AbortWatch {
-    return this;
   }
 
   // The call aborts every try when its parent aborts, so the parent's state is this try's too.
@@ -52,27 +30,9 @@ export class TryContext implements Context, AbortWatch {
     return this.aborted ? this.reason : contextAbortReason(this.parent);
   }
 
-  watchAbort(listener: AbortListener): void {
-    if (this.aborted) return;
-    if (this.watchers === undefined) this.watchers = new Set();
-    this.watchers.add(listener);
-  }
-
-  unwatchAbort(listener: AbortListener): void {
-    this.watchers?.delete(listener);
-  }
-
   /** Aborts this try's signal with `reason` (now, or when it is first read). Idempotent. */
   abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.controller?.abort(reason);
-    const watchers = this.watchers;
-    if (watchers !== undefined) {
-      this.watchers = undefined;
-      for (const watcher of watchers) callListener(watcher);
-    }
+    this.abortScope(reason);
   }
 
   /** True once {@link abort} was called. */

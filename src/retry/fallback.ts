@@ -1,14 +1,9 @@
 import type { Clock } from '../core/clock.js';
 import type { Context, Operation } from '../core/context.js';
-import {
-  type CallNote,
-  GatedPolicy,
-  type PolicyEvents,
-  type PolicyOptions,
-  type Ticket,
-} from '../core/gate.js';
+import { type CallNote, GatedPolicy, type Ticket } from '../core/gate.js';
 import { failure, type Outcome } from '../core/outcome.js';
 import { type Policy, type Step, settle } from '../core/policy.js';
+import type { PolicyEvents, PolicyOptions } from '../core/policy-events.js';
 import { policyFields } from '../core/policy-fields.js';
 import { clockField, func, optional, readOptions, type Schema } from '../core/read-options.js';
 import { isFunction } from '../core/validate.js';

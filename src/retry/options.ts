@@ -4,7 +4,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import type { Listener } from '../core/events.js';
-import type { PolicyOptions } from '../core/gate.js';
+import type { PolicyOptions } from '../core/policy-events.js';
 import { policyFields } from '../core/policy-fields.js';
 import {
   clockField,

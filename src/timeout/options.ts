@@ -2,7 +2,7 @@
  * What a timeout policy is told, and the declared schema that reads it once, at construction.
  */
 import type { Clock } from '../core/clock.js';
-import type { PolicyOptions } from '../core/gate.js';
+import type { PolicyOptions } from '../core/policy-events.js';
 import { policyFields } from '../core/policy-fields.js';
 import {
   clockField,

@@ -1,0 +1,109 @@
+/**
+ * The gate's parked calls (`ParkedCall` + `Resume`), through a minimal queueing policy that parks
+ * every call and lets the test decide it: the decision is final and synchronous, a caller that
+ * aborted before its turn does not run and its ticket is given back, on `execute` and in a pipeline.
+ */
+import { describe, expect, it, vi } from 'vitest';
+import type { Context } from './context.js';
+import { type Admission, GatedPolicy, type ParkedCall, Refusal, type Resume } from './gate.js';
+import { pipeline } from './pipeline.js';
+import type { FailureEvent, RejectedEvent } from './policy-events.js';
+
+class Parked implements ParkedCall {
+  parkedWork: unknown = undefined;
+  parkedContext: Context | undefined = undefined;
+  resolveParked: ((value: unknown) => void) | undefined = undefined;
+  rejectParked: ((error: unknown) => void) | undefined = undefined;
+  parkedAt = 0;
+}
+
+/** Parks every call; the test admits, refuses or fails it. Listens to no signal on purpose. */
+class ParkingPolicy extends GatedPolicy<'full'> {
+  readonly parked: Parked[] = [];
+  readonly decide: Resume<'full'> = this.resume();
+  released = 0;
+
+  constructor() {
+    super('parking');
+  }
+
+  protected override admit(_context: Context): Admission<'full'> {
+    const call = new Parked();
+    this.parked.push(call);
+    return call;
+  }
+
+  protected override release(): void {
+    this.released++;
+  }
+}
+
+const paths = {
+  execute: (policy: ParkingPolicy, op: () => unknown, signal?: AbortSignal) =>
+    policy.execute(op, signal === undefined ? undefined : { signal }),
+  pipeline: (policy: ParkingPolicy, op: () => unknown, signal?: AbortSignal) =>
+    pipeline(policy).execute(op, signal === undefined ? undefined : { signal }),
+};
+
+describe.each(Object.entries(paths))('gate: parked calls (%s)', (_path, call) => {
+  it('an admitted call runs at once, in the same turn, and releases its ticket once', async () => {
+    const policy = new ParkingPolicy();
+    const op = vi.fn(() => 'ran');
+    const result = call(policy, op);
+    expect(op).not.toHaveBeenCalled();
+    policy.decide.admit(policy.parked[0]!, 0);
+    expect(op).toHaveBeenCalledTimes(1);
+    await expect(result).resolves.toBe('ran');
+    expect(policy.released).toBe(1);
+  });
+
+  it('an admitted operation that throws synchronously fails the call and releases once', async () => {
+    const policy = new ParkingPolicy();
+    const boom = new Error('boom');
+    const result = call(policy, () => {
+      throw boom;
+    });
+    policy.decide.admit(policy.parked[0]!, 0);
+    await expect(result).rejects.toBe(boom);
+    expect(policy.released).toBe(1);
+  });
+
+  it('a caller that aborted before its turn does not run; its ticket is given back', async () => {
+    const policy = new ParkingPolicy();
+    const failures: FailureEvent[] = [];
+    policy.onFailure((event) => failures.push(event));
+    const controller = new AbortController();
+    const op = vi.fn();
+    const result = call(policy, op, controller.signal);
+    const reason = new Error('gone');
+    controller.abort(reason);
+    policy.decide.admit(policy.parked[0]!, 0);
+    await expect(result).rejects.toBe(reason);
+    expect(op).not.toHaveBeenCalled();
+    expect(policy.released).toBe(1);
+    expect(failures).toMatchObject([{ policy: 'parking', error: reason }]);
+  });
+
+  it('a refused call fails with the refusal, fires onRejected and never runs', async () => {
+    const policy = new ParkingPolicy();
+    const rejected: RejectedEvent[] = [];
+    policy.onRejected((event) => rejected.push(event));
+    const op = vi.fn();
+    const result = call(policy, op);
+    const error = new Error('full');
+    policy.decide.refuse(policy.parked[0]!, new Refusal('full', error));
+    await expect(result).rejects.toBe(error);
+    expect(rejected).toEqual([{ policy: 'parking', reason: 'full', error }]);
+    expect([op.mock.calls.length, policy.released]).toEqual([0, 0]);
+  });
+
+  it('a failed call rejects with the error and never runs', async () => {
+    const policy = new ParkingPolicy();
+    const op = vi.fn();
+    const result = call(policy, op);
+    const error = new Error('left');
+    policy.decide.fail(policy.parked[0]!, error);
+    await expect(result).rejects.toBe(error);
+    expect([op.mock.calls.length, policy.released]).toEqual([0, 0]);
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * The uniform events of every built-in policy: their shapes, the options that subscribe to them,
+ * and the emitter the gate reports each call through. Internal to bulwark (the types are public).
+ */
+import { classify } from './classify.js';
+import { type Clock, systemClock } from './clock.js';
+import { type Disposer, type Listener, Listeners } from './events.js';
+import type { Kind } from './kind.js';
+import type { Outcome } from './outcome.js';
+import { isFunction, show } from './validate.js';
+
+/** A call a policy ran that resolved. */
+export interface SuccessEvent {
+  /** The policy's `name`. */
+  readonly policy: string;
+  /** From the moment the policy took the call (waiting for admission included) until it settled. */
+  readonly durationMs: number;
+}
+
+/** A call a policy ran (or let wait) that ended in an error. */
+export interface FailureEvent {
+  /** The policy's `name`. */
+  readonly policy: string;
+  /** The error the call ended with, as this policy saw it (a fallback: the error it answered). */
+  readonly error: unknown;
+  /** `classify(error)`. */
+  readonly kind: Kind;
+  /** From the moment the policy took the call (waiting for admission included) until it settled. */
+  readonly durationMs: number;
+  /**
+   * Whether this policy acted on the failure: retry retried it, the breaker counted it toward
+   * tripping, fallback answered it, timeout timed the call out, hedge started a hedge for it.
+   */
+  readonly handled: boolean;
+}
+
+/** A call a policy refused without running it. */
+export interface RejectedEvent<Reason extends string = string> {
+  /** The policy's `name`. */
+  readonly policy: string;
+  /** Why, in the policy's words (`'queue-full'`, `'open'`, `'shed'`, ...). */
+  readonly reason: Reason;
+  /** The refusal the call rejects with (a `RejectedError`). */
+  readonly error: unknown;
+}
+
+/** The options every policy takes: its name and the uniform events. */
+export interface PolicyOptions<Reason extends string = string> {
+  /** Names the policy in its events (and in telemetry). A non-empty string. @default the pattern's name */
+  readonly name?: string | undefined;
+  /** Subscribes to successful calls, as `policy.onSuccess(listener)`. */
+  readonly onSuccess?: Listener<SuccessEvent> | undefined;
+  /** Subscribes to failed calls, as `policy.onFailure(listener)`. */
+  readonly onFailure?: Listener<FailureEvent> | undefined;
+  /** Subscribes to refusals, as `policy.onRejected(listener)`. */
+  readonly onRejected?: Listener<RejectedEvent<Reason>> | undefined;
+}
+
+/** The keys of {@link PolicyOptions}, for each factory's set of known option names. */
+export const policyOptionKeys = {
+  name: true,
+  onSuccess: true,
+  onFailure: true,
+  onRejected: true,
+} as const satisfies { readonly [K in keyof PolicyOptions]-?: true };
+
+/** What every built-in policy offers: its name and the uniform events. */
+export interface PolicyEvents<Reason extends string = string> {
+  /** The name the policy's events carry (the `name` option; by default the pattern's name). */
+  readonly name: string;
+  /** Subscribes to calls that resolved; returns a disposer. */
+  onSuccess(listener: Listener<SuccessEvent>): Disposer;
+  /** Subscribes to calls that ended in an error (or whose error a fallback answered); returns a disposer. */
+  onFailure(listener: Listener<FailureEvent>): Disposer;
+  /** Subscribes to calls refused without running; returns a disposer. */
+  onRejected(listener: Listener<RejectedEvent<Reason>>): Disposer;
+}
+
+/**
+ * A policy's name and its uniform events' listeners: reads no clock and builds no event while no
+ * one listens; a throwing listener is reported and never breaks the call (see {@link Listeners}).
+ */
+export class CallEvents<Reason extends string> {
+  readonly succeeded = new Listeners<SuccessEvent>();
+  readonly failed = new Listeners<FailureEvent>();
+  readonly refused = new Listeners<RejectedEvent<Reason>>();
+  /** Times `durationMs`. */
+  private clock: Clock = systemClock;
+
+  /** @param name the default `name` (the pattern's). */
+  constructor(public name: string) {}
+
+  /**
+   * Applies the {@link PolicyOptions} (validated: a `TypeError` names the bad one) and the clock
+   * that times `durationMs`.
+   */
+  configure(options: PolicyOptions<Reason>, clock: Clock | undefined): void {
+    const { name, onSuccess, onFailure, onRejected } = options;
+    if (name !== undefined) {
+      if (typeof name !== 'string' || name === '') {
+        throw new TypeError(`expected "name" to be a non-empty string, got ${show(name)}`);
+      }
+      this.name = name;
+    }
+    if (clock !== undefined) this.clock = clock;
+    if (onSuccess !== undefined) this.succeeded.add(isFunction('onSuccess', onSuccess));
+    if (onFailure !== undefined) this.failed.add(isFunction('onFailure', onFailure));
+    if (onRejected !== undefined) this.refused.add(isFunction('onRejected', onRejected));
+  }
+
+  /** Whether someone listens to the events that need the call's duration. */
+  get observed(): boolean {
+    return this.succeeded.active || this.failed.active;
+  }
+
+  /** When a call starts, for its `durationMs`: the clock's time while observed, else 0. */
+  start(): number {
+    return this.observed ? this.clock.now() : 0;
+  }
+
+  /**
+   * Fires onSuccess or onFailure (when someone listens) for a call that ended: a failure, or a
+   * value that `answered` a failure (fallback); `handled` says whether the policy acted on it.
+   */
+  report<T>(
+    outcome: Outcome<T>,
+    startedAt: number,
+    answered: { readonly error: unknown } | undefined,
+    handled: boolean,
+  ): Outcome<T> {
+    if (!this.observed) return outcome;
+    const durationMs = this.clock.now() - startedAt;
+    if (outcome.ok && answered === undefined) {
+      if (this.succeeded.active) this.succeeded.emit({ policy: this.name, durationMs });
+    } else if (this.failed.active) {
+      const error = answered === undefined ? (outcome as { error: unknown }).error : answered.error;
+      this.failed.emit({ policy: this.name, error, kind: classify(error), durationMs, handled });
+    }
+    return outcome;
+  }
+
+  /** Fires onRejected for a refusal; returns the error the call fails with. */
+  reject(reason: Reason, error: unknown): unknown {
+    if (this.refused.active) this.refused.emit({ policy: this.name, reason, error });
+    return error;
+  }
+}
