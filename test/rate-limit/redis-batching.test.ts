@@ -17,9 +17,12 @@ import { MAX_BATCH } from '../../src/stores/redis/rate-limit.js';
 import { rateLimitScripts } from '../../src/stores/redis/rate-limit-scripts.js';
 import { RedisScript } from '../../src/stores/redis/script.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
+import { startPrivateRedis } from '../support/private-redis.js';
 import { useRedis } from '../support/services.js';
 
 const redis = await useRedis();
+// SCRIPT FLUSH runs against a redis-server of this file's own, on a free port.
+const own = await startPrivateRedis();
 
 interface Call {
   readonly method: string;
@@ -275,7 +278,7 @@ redis.describe('Redis rate-limit store: coalescing the decisions of one tick', (
   });
 
   it('SCRIPT FLUSH: the batch script gets NOSCRIPT, is reloaded with EVAL, and decides right', async () => {
-    const { client, calls } = spied(redis.client());
+    const { client, calls } = spied(own.client());
     const limiter = rateLimiter({
       limit: 6,
       periodMs: 60_000,
@@ -283,7 +286,7 @@ redis.describe('Redis rate-limit store: coalescing the decisions of one tick', (
     });
     const first = await Promise.all([limiter.take('k'), limiter.take('k')]);
     const second = await Promise.all([limiter.take('k'), limiter.take('k')]);
-    await redis.admin().script('FLUSH');
+    await own.client().script('FLUSH'); // our own redis-server: the shared one is never flushed
     const third = await Promise.all([limiter.take('k'), limiter.take('k'), limiter.take('k')]);
     expect([...first, ...second, ...third].map((r) => r.remaining)).toEqual([5, 4, 3, 2, 1, 0, 0]);
     expect(third.map((r) => r.allowed)).toEqual([true, true, false]);

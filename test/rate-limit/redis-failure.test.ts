@@ -18,9 +18,12 @@ import { isRateLimitedError } from '../../src/rate-limit/errors.js';
 import { rateLimiter, type StoreFailureMode } from '../../src/rate-limit/rate-limiter.js';
 import { redisStores } from '../../src/stores/redis/index.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
+import { startPrivateRedis } from '../support/private-redis.js';
 import { useRedis } from '../support/services.js';
 
 const redis = await useRedis();
+// SCRIPT FLUSH runs against a redis-server of this file's own, on a free port.
+const own = await startPrivateRedis();
 const TIMEOUT_MS = 100;
 
 redis.describe('Redis rate-limit store under faults', () => {
@@ -149,7 +152,7 @@ redis.describe('Redis rate-limit store under faults', () => {
   });
 
   it('SCRIPT FLUSH mid-run: the next call gets NOSCRIPT, reloads the script and succeeds', async () => {
-    const client = redis.client();
+    const client = own.client();
     const limiter = rateLimiter({
       limit: 5,
       periodMs: 60_000,
@@ -157,7 +160,7 @@ redis.describe('Redis rate-limit store under faults', () => {
     });
     const remaining: number[] = [];
     for (let i = 0; i < 2; i++) remaining.push((await limiter.take('k')).remaining);
-    await redis.admin().script('FLUSH');
+    await own.client().script('FLUSH'); // our own redis-server: the shared one is never flushed
     for (let i = 0; i < 3; i++) remaining.push((await limiter.take('k')).remaining);
     expect(remaining).toEqual([4, 3, 2, 1, 0]);
     expect((await limiter.take('k')).allowed).toBe(false);
