@@ -1,6 +1,11 @@
-import { canAbort, offAbort, onAbort } from '../core/abort.js';
 import type { Clock } from '../core/clock.js';
-import type { Context } from '../core/context.js';
+import {
+  type Context,
+  contextAborted,
+  contextAbortReason,
+  unwatchContext,
+  watchContext,
+} from '../core/context.js';
 import { DeadlineQueue } from '../core/deadline-queue.js';
 import { type Admission, GatedPolicy, type ParkedCall, Refusal, type Resume } from '../core/gate.js';
 import { LinkedQueue } from '../core/linked-queue.js';
@@ -26,8 +31,8 @@ class Waiter extends WaitingEntry implements ParkedCall {
   resolveParked: ((value: unknown) => void) | undefined = undefined;
   rejectParked: ((error: unknown) => void) | undefined = undefined;
   parkedAt = 0;
-  /** The caller's signal, while this waiter listens to it. */
-  signal: AbortSignal | undefined = undefined;
+  /** The caller's context, while this waiter watches it for an abort. */
+  watching: Context | undefined = undefined;
 
   constructor(
     private readonly slots: Slots,
@@ -41,7 +46,7 @@ class Waiter extends WaitingEntry implements ParkedCall {
     this.slots.timedOut(this);
   }
 
-  /** The caller's signal aborted. (An EventListener object: no closure per waiter.) */
+  /** The caller's context aborted. (An EventListener object: no closure per waiter.) */
   handleEvent(): void {
     this.slots.abandoned(this);
   }
@@ -72,9 +77,8 @@ class Slots {
       return 0;
     }
     if (this.waiting.size >= this.maxQueue) return this.full('queue-full');
-    const signal = context.signal;
-    if (signal.aborted) return Promise.reject(signal.reason);
-    return this.wait(signal);
+    if (contextAborted(context)) return Promise.reject(contextAbortReason(context));
+    return this.wait(context);
   }
 
   /**
@@ -91,7 +95,7 @@ class Slots {
     this.resume.admit(next, 0);
   }
 
-  private wait(signal: AbortSignal): Waiter {
+  private wait(context: Context): Waiter {
     const deadlines = this.deadlines;
     const waiter = new Waiter(
       this,
@@ -100,11 +104,10 @@ class Slots {
     this.waiting.push(waiter);
     // A deadline earlier than the last one queued (a clock that went backwards) gets its own timer.
     if (deadlines !== undefined) waiter.watchDeadline(deadlines, this.clock, this.queueTimeoutMs);
-    if (canAbort(signal)) {
-      // One real listener per signal however many waiters share it (a request fanned out).
-      waiter.signal = signal;
-      onAbort(signal, waiter);
-    }
+    // One real listener per caller signal however many waiters share it (a request fanned out);
+    // an enclosing timeout is watched without creating its signal.
+    waiter.watching = context;
+    watchContext(context, waiter);
     return waiter;
   }
 
@@ -118,7 +121,7 @@ class Slots {
   /** A waiter's caller aborted: it leaves without a slot, failing with the signal's reason. */
   abandoned(waiter: Waiter): void {
     if (!this.waiting.remove(waiter)) return;
-    const reason = waiter.signal?.reason;
+    const reason = waiter.watching === undefined ? undefined : contextAbortReason(waiter.watching);
     this.unwatch(waiter);
     this.resume.fail(waiter, reason);
   }
@@ -130,9 +133,9 @@ class Slots {
   /** Stops the waiter's timeout and abort listener. */
   private unwatch(waiter: Waiter): void {
     if (this.deadlines !== undefined) waiter.unwatchDeadline(this.deadlines, this.clock);
-    if (waiter.signal !== undefined) {
-      offAbort(waiter.signal, waiter);
-      waiter.signal = undefined;
+    if (waiter.watching !== undefined) {
+      unwatchContext(waiter.watching, waiter);
+      waiter.watching = undefined;
     }
   }
 }

@@ -109,3 +109,23 @@ describe("an outer timeout's deadline reaches what watches it", () => {
     expect(signal?.reason).toBe(reason);
   });
 });
+
+describe('a queue inside a timeout', () => {
+  it.each(modes)(
+    'a bulkhead call queued inside a %s timeout is handed its slot without creating a signal',
+    async (mode) => {
+      const { bulkhead } = await import('../admission/bulkhead.js');
+      const clock = new FakeClock();
+      const policy = pipeline(timeout(3_000, { mode, clock }), bulkhead({ maxConcurrent: 1, maxQueue: 4 }));
+      let release: () => void = () => {};
+      const first = policy.execute(
+        () => new Promise<string>((resolve) => (release = () => resolve('first'))),
+      );
+      const queued = policy.execute(async () => 'queued');
+      release();
+      await expect(first).resolves.toBe('first');
+      await expect(queued).resolves.toBe('queued');
+      expect(created).toBe(0);
+    },
+  );
+});

@@ -5,7 +5,7 @@
  * (failsafe-go's executor with pre/post hooks, written once). Internal to bulwark.
  */
 import type { Clock } from './clock.js';
-import type { Context, Operation } from './context.js';
+import { type Context, contextAborted, contextAbortReason, type Operation } from './context.js';
 import type { Disposer, Listener } from './events.js';
 import { failure, type Outcome } from './outcome.js';
 import {
@@ -259,7 +259,7 @@ export abstract class GatedPolicy<Reason extends string = never>
     if (!(admission instanceof Promise)) return this.#park(admission, operation, context, 0, parkCall);
     return admission.then((later) => {
       if (typeof later !== 'number') return Promise.reject(this.#refuse(later));
-      return context.signal.aborted
+      return contextAborted(context)
         ? Promise.reject(this.#abandon(later, context))
         : this.#call(operation, context, later);
     });
@@ -321,7 +321,7 @@ export abstract class GatedPolicy<Reason extends string = never>
     return admission.then(
       (later) => {
         if (typeof later !== 'number') return failure<T>(this.#refuse(later));
-        if (!context.signal.aborted) return this.#pass(next, context, later, startedAt);
+        if (!contextAborted(context)) return this.#pass(next, context, later, startedAt);
         return this.#report(failure<T>(this.#abandon(later, context)), startedAt, undefined, false);
       },
       (error: unknown) => this.#report(failure<T>(error), startedAt, undefined, false),
@@ -352,7 +352,7 @@ export abstract class GatedPolicy<Reason extends string = never>
   #admitParked(call: ParkedCall, ticket: Ticket): void {
     const context = call.parkedContext!;
     const resolve = call.resolveParked!;
-    if (context.signal.aborted) {
+    if (contextAborted(context)) {
       this.#settleParked(call, this.#abandon(ticket, context), true);
     } else if (call.rejectParked === undefined) {
       resolve(this.#pass(call.parkedWork as Step<unknown>, context, ticket, call.parkedAt));
@@ -383,7 +383,7 @@ export abstract class GatedPolicy<Reason extends string = never>
    * and the call starting): the operation must not run. Gives the ticket back; returns the reason.
    */
   #abandon(ticket: Ticket, context: Context): unknown {
-    const reason: unknown = context.signal.reason;
+    const reason: unknown = contextAbortReason(context);
     if (this.#releases) this.release();
     else if (this.#settles) this.settle(ticket, true, reason, context);
     return reason;
