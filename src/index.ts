@@ -109,21 +109,15 @@ export {
 } from './hedge/hedge.js';
 export type { HedgeOptions } from './hedge/options.js';
 export { isRateLimitedError, RateLimitedError } from './rate-limit/errors.js';
+export type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './rate-limit/events.js';
 export {
-  MemoryRateLimitStore,
+  type MemoryRateLimitStore,
   type MemoryRateLimitStoreOptions,
   memoryRateLimitStore,
 } from './rate-limit/memory-store.js';
+export type { RateLimiterOptions, RateLimitWaitOptions, StoreFailureMode } from './rate-limit/options.js';
 export type { RateLimitPolicy, RateLimitPolicyOptions } from './rate-limit/rate-limit-policy.js';
-export {
-  RateLimiter,
-  type RateLimiterOptions,
-  type RateLimitRejectedEvent,
-  type RateLimitStoreErrorEvent,
-  type RateLimitWaitOptions,
-  rateLimiter,
-  type StoreFailureMode,
-} from './rate-limit/rate-limiter.js';
+export { type RateLimiter, rateLimiter } from './rate-limit/rate-limiter.js';
 export type { RateLimitRuleOptions } from './rate-limit/rule.js';
 export type {
   RateLimitAlgorithm,

@@ -18,6 +18,8 @@ describe('public classes', () => {
     'LoadShedPolicy',
     'SmartResiliencePolicy',
     'RetryBudget',
+    'RateLimiter',
+    'MemoryRateLimitStore',
   ])('%s is not a value export of bulwark', (name) => {
     expect(Object.keys(root)).not.toContain(name);
   });

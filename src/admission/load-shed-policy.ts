@@ -9,8 +9,9 @@ import type { PolicyOptions } from '../core/policy-events.js';
 import type { LoadShedError } from './errors.js';
 import { type LoadShedRejection, type Priority, priorities } from './load-shedder-options.js';
 
-/** Symbols of the hooks the shedder's policy uses; not part of the public API. */
+/** The hook by which the shedder's policy asks to enter; not part of the public API. */
 export const tryEnter: unique symbol = Symbol('tryEnter');
+/** The hook by which the shedder's policy leaves after a call; not part of the public API. */
 export const leave: unique symbol = Symbol('leave');
 
 /** What a {@link LoadShedPolicy} needs of its shedder. */

@@ -18,9 +18,6 @@ import { localRuleOf, ruleFrom } from './rule.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
 import { WaitQueue } from './wait-queue.js';
 
-export type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './events.js';
-export type { RateLimiterOptions, RateLimitWaitOptions, StoreFailureMode } from './options.js';
-
 /**
  * A rate limiter: `limit` units per `periodMs` per key, decided by its store. `take`, `peek`,
  * `reset` and `wait` answer with promises whatever the store; `takeSync` is the in-memory store's

@@ -157,7 +157,7 @@ export class RemoteDecider implements Decider {
 }
 
 /** A store's failure as a `StoreUnavailableError` (passed on as is when it already is one). */
-export function asStoreError(error: unknown): StoreUnavailableError {
+function asStoreError(error: unknown): StoreUnavailableError {
   return isStoreUnavailableError(error)
     ? error
     : new StoreUnavailableError(

@@ -15,7 +15,8 @@ import {
   type StoreUnavailableError,
 } from '../../src/core/errors.js';
 import { isRateLimitedError } from '../../src/rate-limit/errors.js';
-import { rateLimiter, type StoreFailureMode } from '../../src/rate-limit/rate-limiter.js';
+import type { StoreFailureMode } from '../../src/rate-limit/options.js';
+import { rateLimiter } from '../../src/rate-limit/rate-limiter.js';
 import { redisStores } from '../../src/stores/redis/index.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
 import { startPrivateRedis } from '../support/private-redis.js';

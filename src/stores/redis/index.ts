@@ -9,7 +9,7 @@ import { isClock, optionKeys, optionsObject, positive, show } from '../../core/v
 import { DEFAULT_STORE_TIMEOUT_MS, StoreDeadline } from './deadline.js';
 import { type RateLimitRedisClient, RedisRateLimitStore } from './rate-limit.js';
 
-export { RedisRateLimitStore } from './rate-limit.js';
+export type { RedisRateLimitStore } from './rate-limit.js';
 
 /** Options of {@link redisStores}. */
 export interface RedisStoresOptions {
