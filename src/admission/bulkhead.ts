@@ -7,7 +7,8 @@ import {
   watchContext,
 } from '../core/context.js';
 import { DeadlineQueue } from '../core/deadline-queue.js';
-import { type Admission, GatedPolicy, type ParkedCall, Refusal, type Resume } from '../core/gate.js';
+import { GatedPolicy } from '../core/gate.js';
+import { type Admission, type ParkedCall, Refusal, type Resume } from '../core/gate-types.js';
 import { LinkedQueue } from '../core/linked-queue.js';
 import type { RejectedEvent } from '../core/policy-events.js';
 import { WaitingEntry } from '../core/waiting-entry.js';

@@ -1,5 +1,6 @@
 import type { Context } from '../core/context.js';
-import { type Admission, GatedPolicy, Refusal } from '../core/gate.js';
+import { GatedPolicy } from '../core/gate.js';
+import { type Admission, Refusal } from '../core/gate-types.js';
 import type { RejectedEvent } from '../core/policy-events.js';
 import { positiveInteger } from '../core/validate.js';
 import { ConcurrencyLimitError } from './errors.js';

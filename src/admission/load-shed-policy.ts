@@ -4,7 +4,8 @@
  */
 import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
-import { type Admission, GatedPolicy, Refusal } from '../core/gate.js';
+import { GatedPolicy } from '../core/gate.js';
+import { type Admission, Refusal } from '../core/gate-types.js';
 import type { PolicyOptions } from '../core/policy-events.js';
 import type { LoadShedError } from './errors.js';
 import { type LoadShedRejection, type Priority, priorities } from './load-shedder-options.js';

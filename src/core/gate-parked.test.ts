@@ -5,7 +5,8 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import type { Context } from './context.js';
-import { type Admission, GatedPolicy, type ParkedCall, Refusal, type Resume } from './gate.js';
+import { GatedPolicy } from './gate.js';
+import { type Admission, type ParkedCall, Refusal, type Resume } from './gate-types.js';
 import { pipeline } from './pipeline.js';
 import type { FailureEvent, RejectedEvent } from './policy-events.js';
 

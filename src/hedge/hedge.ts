@@ -7,7 +7,8 @@ import {
   type Operation,
 } from '../core/context.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
-import { type CallNote, GatedPolicy, type Ticket } from '../core/gate.js';
+import { GatedPolicy } from '../core/gate.js';
+import type { CallNote, Ticket } from '../core/gate-types.js';
 import { isPermanentKind } from '../core/kind.js';
 import { failure, type Outcome } from '../core/outcome.js';
 import { type ExecuteOptions, invoke, type Policy, type Step } from '../core/policy.js';

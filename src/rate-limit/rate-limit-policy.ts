@@ -1,7 +1,8 @@
 import { canAbort } from '../core/abort.js';
 import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
-import { type Admission, GatedPolicy, Refusal, type Ticket } from '../core/gate.js';
+import { GatedPolicy } from '../core/gate.js';
+import { type Admission, Refusal, type Ticket } from '../core/gate-types.js';
 import type { PolicyOptions } from '../core/policy-events.js';
 import { isRateLimitedError, RateLimitedError } from './errors.js';
 import type { RateLimiter } from './rate-limiter.js';

@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Context, Operation } from '../core/context.js';
-import { type CallNote, GatedPolicy, type Ticket } from '../core/gate.js';
+import { GatedPolicy } from '../core/gate.js';
+import type { CallNote, Ticket } from '../core/gate-types.js';
 import { failure, type Outcome } from '../core/outcome.js';
 import { type Policy, type Step, settle } from '../core/policy.js';
 import type { PolicyEvents, PolicyOptions } from '../core/policy-events.js';

@@ -5,7 +5,8 @@
  */
 import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
-import { type CallNote, GatedPolicy, type Ticket } from '../core/gate.js';
+import { GatedPolicy } from '../core/gate.js';
+import type { CallNote, Ticket } from '../core/gate-types.js';
 import type { Outcome } from '../core/outcome.js';
 import type { Step } from '../core/policy.js';
 import { TimeLimit } from '../core/time-limit.js';
