@@ -5,7 +5,10 @@ describe('circuitBreaker bad input', () => {
   it.each([
     [{ failureThreshold: 0 }, /"failureThreshold".*got 0/],
     [{ failureThreshold: 1.5 }, /"failureThreshold".*1.5/],
-    [{ failureRate: { threshold: 0, windowMs: 1_000 } }, /"failureRate.threshold".*got 0/],
+    [
+      { failureRate: { threshold: 0, windowMs: 1_000 } },
+      /"failureRate.threshold" to be a number above 0 and at most 1, got 0/,
+    ],
     [{ failureRate: { threshold: 1.2, windowMs: 1_000 } }, /"failureRate.threshold".*1.2/],
     [{ failureRate: { threshold: 0.5, windowMs: Number.NaN } }, /"failureRate.windowMs".*NaN/],
     [
@@ -15,10 +18,11 @@ describe('circuitBreaker bad input', () => {
     [{ failureRate: 0.5 }, /"failureRate".*0.5/],
     [{ slowCallMs: 100 }, /"slowCallMs" and "slowCallRate" to be given together/],
     [{ slowCallMs: -1, slowCallRate: 0.5 }, /"slowCallMs".*-1/],
-    [{ slowCallMs: 100, slowCallRate: 2 }, /"slowCallRate".*2/],
+    [{ slowCallMs: 100, slowCallRate: 2 }, /"slowCallRate" to be a number above 0 and at most 1, got 2/],
     [{ resetTimeoutMs: 0 }, /"resetTimeoutMs".*got 0/],
     [{ resetTimeoutMs: Infinity }, /"resetTimeoutMs".*Infinity/],
-    [{ resetBackoff: 0.5 }, /"resetBackoff".*0.5/],
+    [{ resetBackoff: 0.5 }, /"resetBackoff" to be a finite number of at least 1, got 0.5/],
+    [{ resetBackoff: Infinity }, /"resetBackoff" to be a finite number of at least 1, got Infinity/],
     [{ resetTimeoutMs: 100, maxResetTimeoutMs: 50 }, /"maxResetTimeoutMs" \(50\).*"resetTimeoutMs" \(100\)/],
     [{ halfOpenProbes: 0 }, /"halfOpenProbes".*got 0/],
     [{ successThreshold: -2 }, /"successThreshold".*-2/],

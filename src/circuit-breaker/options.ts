@@ -3,7 +3,7 @@ import type { Listener } from '../core/events.js';
 import type { PolicyOptions, RejectedEvent } from '../core/policy-events.js';
 import { policyFields } from '../core/policy-fields.js';
 import {
-  between,
+  atLeast,
   clockField,
   func,
   listenerField,
@@ -11,6 +11,7 @@ import {
   nonNegativeNumber,
   oneOf,
   optional,
+  positiveFraction,
   positiveInt,
   positiveNumber,
   readOptions,
@@ -117,7 +118,7 @@ export interface CircuitBreakerOptions extends PolicyOptions<RefusingState> {
 }
 
 const failureRateSchema = {
-  threshold: required(between(Number.MIN_VALUE, 1)),
+  threshold: required(positiveFraction),
   windowMs: required(positiveNumber),
   minimumThroughput: withDefault(20, positiveInt),
 } satisfies Schema<FailureRateOptions>;
@@ -137,9 +138,9 @@ export const circuitBreakerSchema = {
   failureThreshold: optional(positiveInt),
   failureRate: optional(nested(failureRateSchema)),
   slowCallMs: optional(positiveNumber),
-  slowCallRate: optional(between(Number.MIN_VALUE, 1)),
+  slowCallRate: optional(positiveFraction),
   resetTimeoutMs: withDefault(10_000, positiveNumber),
-  resetBackoff: withDefault(1, between(1, Number.MAX_VALUE)),
+  resetBackoff: withDefault(1, atLeast(1)),
   maxResetTimeoutMs: optional(positiveNumber),
   halfOpenProbes: withDefault(1, positiveInt),
   successThreshold: withDefault(1, positiveInt),

@@ -141,9 +141,14 @@ export const positiveFraction: Check<number> = (name, value) => {
   return value;
 };
 
-/** A number from `min` to `max`, both included. */
-export function between(min: number, max: number): Check<number> {
-  return (name, value) => inRange(name, value, min, max);
+/** A finite number of at least `min` (a growth factor, which has no upper bound). */
+export function atLeast(min: number): Check<number> {
+  return (name, value) => {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
+      throw new TypeError(`expected "${name}" to be a finite number of at least ${min}, got ${show(value)}`);
+    }
+    return value;
+  };
 }
 
 /** One of the listed strings. */

@@ -123,7 +123,16 @@ describe('bad input', () => {
       /"maxMs" \(5\).*"baseMs" \(10\)/,
     ],
     ['exponential maxMs Infinity', () => exponential({ baseMs: 10, maxMs: Infinity }), /"maxMs".*Infinity/],
-    ['exponential factor 0.5', () => exponential({ factor: 0.5 }), /"factor"/],
+    [
+      'exponential factor 0.5',
+      () => exponential({ factor: 0.5 }),
+      /"factor" to be a finite number of at least 1, got 0.5/,
+    ],
+    [
+      'exponential factor Infinity',
+      () => exponential({ factor: Infinity }),
+      /"factor" to be a finite number of at least 1/,
+    ],
     ['exponentialJitter jitter 1.5', () => exponentialJitter({ jitter: 1.5 }), /"jitter".*1.5/],
     ['fullJitter random 3', () => fullJitter({ random: 3 as never }), /"random".*3/],
     ['decorrelatedJitter baseMs "x"', () => decorrelatedJitter({ baseMs: 'x' as never }), /"baseMs".*"x"/],

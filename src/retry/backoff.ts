@@ -5,7 +5,7 @@
  */
 import { cryptoRandom, type Random } from '../core/random.js';
 import {
-  between,
+  atLeast,
   fraction,
   func,
   nonNegativeNumber,
@@ -40,7 +40,7 @@ const boundsSchema = {
 const jitterSchema = { ...boundsSchema, random: withDefault<Random>(cryptoRandom, func<Random>()) };
 const exponentialSchema = {
   ...boundsSchema,
-  factor: withDefault(2, between(1, Number.MAX_VALUE)),
+  factor: withDefault(2, atLeast(1)),
 } satisfies Schema<ExponentialOptions & { readonly factor?: number | undefined }>;
 const exponentialJitterSchema = {
   ...jitterSchema,
