@@ -62,7 +62,7 @@ export const policyOptionKeys = {
   onSuccess: true,
   onFailure: true,
   onRejected: true,
-} as const satisfies { readonly [K in keyof PolicyOptions]-?: true };
+} as const satisfies { readonly [K in keyof PolicyOptions]-?: boolean };
 
 /** What every built-in policy offers: its name and the uniform events. */
 export interface PolicyEvents<Reason extends string = string> {
