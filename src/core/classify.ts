@@ -6,15 +6,15 @@
  * throws on hostile input (throwing getters, Proxies, cycles, null prototypes).
  */
 
-import { children, enter, get, getString, isObject, MAX_DEPTH, type Walk } from './error-walk.js';
+import { children, enter, get, getString, isObject, MAX_DEPTH, newWalk, type Walk } from './error-walk.js';
 import { isResilienceError } from './errors.js';
 import { isKind, isTransientKind, type Kind } from './kind.js';
 
 // ---------------------------------------------------------------------------------------------
 // HTTP statuses
 
+/** The statuses whose kind is not their class's default (`invalid` for 4xx, `internal` for 5xx). */
 const statusKinds: ReadonlyMap<number, Kind> = new Map<number, Kind>([
-  [400, 'invalid'],
   [401, 'unauthorized'],
   [402, 'forbidden'],
   [403, 'forbidden'],
@@ -30,8 +30,6 @@ const statusKinds: ReadonlyMap<number, Kind> = new Map<number, Kind>([
   [429, 'rate_limited'],
   [451, 'forbidden'],
   [499, 'canceled'],
-  [500, 'internal'],
-  [501, 'internal'],
   [502, 'unavailable'],
   [503, 'unavailable'],
   [504, 'timeout'],
@@ -48,7 +46,8 @@ const statusKinds: ReadonlyMap<number, Kind> = new Map<number, Kind>([
 ]);
 
 function isErrorStatus(value: unknown): value is number {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 400 && value <= 599;
+  // Number.isInteger is false for anything that is not a number.
+  return Number.isInteger(value) && (value as number) >= 400 && (value as number) <= 599;
 }
 
 /**
@@ -80,6 +79,7 @@ function statusOf(value: object): number | undefined {
     if (isErrorStatus(status)) return status;
   }
   const response = get(value, 'response');
+  // Stryker disable next-line ConditionalExpression: (true) get() on a primitive or undefined reads no status either; (false) is killed by the response and $metadata tests
   if (isObject(response)) {
     for (const key of ['status', 'statusCode']) {
       const status = get(response, key);
@@ -88,6 +88,7 @@ function statusOf(value: object): number | undefined {
   }
   // AWS SDK v3 service exceptions.
   const metadata = get(value, '$metadata');
+  // Stryker disable next-line ConditionalExpression: (true) get() on a primitive or undefined reads no status either; (false) is killed by the response and $metadata tests
   if (isObject(metadata)) {
     const status = get(metadata, 'httpStatusCode');
     if (isErrorStatus(status)) return status;
@@ -229,22 +230,20 @@ const grpcKinds: readonly (Kind | undefined)[] = [
   'unauthorized', // 16 UNAUTHENTICATED
 ];
 
+/** A numeric `code` is a gRPC status only on the whole ServiceError shape (and only 1–16 index a kind). */
 function grpcKind(value: object, code: number): Kind | undefined {
-  if (
-    !Number.isInteger(code) ||
-    typeof get(value, 'details') !== 'string' ||
-    !isObject(get(value, 'metadata'))
-  ) {
-    return undefined;
-  }
+  if (typeof get(value, 'details') !== 'string' || !isObject(get(value, 'metadata'))) return undefined;
   return grpcKinds[code];
 }
 
 // ---------------------------------------------------------------------------------------------
 // Redis replies
 
-/** Error classes that carry a Redis error reply: ioredis/redis-errors, node-redis 4 and 5. */
-const redisReplyNames: ReadonlySet<string> = new Set([
+/**
+ * Error classes that carry a Redis error reply: ioredis/redis-errors, node-redis 4 and 5. Looked up
+ * with a name that may be absent, which is in no set.
+ */
+const redisReplyNames: ReadonlySet<string | undefined> = new Set<string | undefined>([
   'ReplyError',
   'ErrorReply',
   'SimpleError',
@@ -304,7 +303,8 @@ const messageKinds: ReadonlyMap<string, Kind> = new Map<string, Kind>([
   ['Connection timeout', 'timeout'],
 ]);
 
-const nameKinds: ReadonlyMap<string, Kind> = new Map<string, Kind>([
+/** By `name` (looked up with a name that may be absent, which maps to nothing). */
+const nameKinds: ReadonlyMap<string | undefined, Kind> = new Map<string | undefined, Kind>([
   ['AbortError', 'canceled'],
   ['TimeoutError', 'timeout'],
   // ioredis
@@ -333,7 +333,7 @@ function resilienceKind(value: object): Kind | undefined {
 /** What one foreign object says about itself, ignoring its causes. */
 function ownKind(value: object): Kind | undefined {
   const name = getString(value, 'name');
-  const byName = name === undefined ? undefined : nameKinds.get(name);
+  const byName = nameKinds.get(name);
   if (byName !== undefined) return byName;
 
   const status = statusOf(value);
@@ -352,18 +352,12 @@ function ownKind(value: object): Kind | undefined {
   if (isObject(retryable)) return get(retryable, 'throttling') === true ? 'rate_limited' : 'transient';
 
   const message = getString(value, 'message');
-  if (message !== undefined) {
-    if (
-      (name !== undefined && redisReplyNames.has(name)) ||
-      redisReplyNames.has(constructorName(value) ?? '')
-    ) {
-      const kind = redisReplyKind(message);
-      if (kind !== undefined) return kind;
-    }
-    const kind = messageKinds.get(message);
+  if (message === undefined) return undefined;
+  if (redisReplyNames.has(name) || redisReplyNames.has(constructorName(value))) {
+    const kind = redisReplyKind(message);
     if (kind !== undefined) return kind;
   }
-  return undefined;
+  return messageKinds.get(message);
 }
 
 function kindOf(value: unknown, depth: number, walk: Walk): Kind | undefined {
@@ -381,16 +375,16 @@ function kindOf(value: unknown, depth: number, walk: Walk): Kind | undefined {
     return reason === undefined || reason === 'internal' ? own : reason;
   }
 
-  // The first child that says something specific wins; `canceled` and `internal` only when no child
-  // says anything more useful (one canceled branch of a Promise.any is rarely the story).
-  let fallback: Kind | undefined;
+  // The first child that says something specific wins; `canceled` only when no child says anything
+  // more useful (one canceled branch of a Promise.any is rarely the story). A child that is
+  // `internal` says no more than one that says nothing: either way the answer is `internal`.
+  let canceled = false;
   for (const child of children(value)) {
     const kind = kindOf(child, depth + 1, walk);
-    if (kind === undefined) continue;
-    if (kind !== 'internal' && kind !== 'canceled') return kind;
-    if (fallback === undefined || kind === 'canceled') fallback = kind;
+    if (kind === 'canceled') canceled = true;
+    else if (kind !== undefined && kind !== 'internal') return kind;
   }
-  return fallback;
+  return canceled ? 'canceled' : undefined;
 }
 
 /**
@@ -431,11 +425,13 @@ function kindOf(value: unknown, depth: number, walk: Walk): Kind | undefined {
  * classify('boom'); // 'internal'
  */
 export function classify(error: unknown): Kind {
+  let kind: Kind | undefined;
   try {
-    return kindOf(error, 0, { seen: new Set(), nodes: 0 }) ?? 'internal';
+    kind = kindOf(error, 0, newWalk());
   } catch {
-    return 'internal';
+    // Not expected (every read above goes through get()), but classify stays total.
   }
+  return kind ?? 'internal';
 }
 
 /**

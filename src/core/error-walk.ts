@@ -21,8 +21,9 @@ export function get(target: object, key: PropertyKey): unknown {
   try {
     return (target as Bag)[key];
   } catch {
-    return undefined;
+    // a throwing getter or trap reads as absent
   }
+  return undefined;
 }
 
 /** A property that is a string, read without ever throwing; otherwise undefined. */
@@ -45,12 +46,14 @@ export function enter(value: unknown, walk: Walk): value is object {
   return true;
 }
 
-/** The children of a node: its `cause`, then the members of `errors` (AggregateError). */
+/**
+ * The children of a node: its `cause`, then the first {@link MAX_NODES} members of `errors`
+ * (AggregateError). May hold `undefined` and other primitives, which {@link enter} skips uncounted.
+ */
 export function children(value: object): unknown[] {
-  const result: unknown[] = [];
-  const cause = get(value, 'cause');
-  if (cause !== undefined) result.push(cause);
+  const result: unknown[] = [get(value, 'cause')];
   const errors = get(value, 'errors');
+  // Stryker disable next-line BooleanLiteral: it stays false only when Array.isArray throws (a revoked Proxy), and get() on that reads no length either
   let isArray = false;
   try {
     isArray = Array.isArray(errors);

@@ -4,6 +4,7 @@
  * touches a request or response.
  */
 import { classify, httpStatusKind } from './classify.js';
+import { get, isObject } from './error-walk.js';
 import { isResilienceError, type ResilienceError } from './errors.js';
 import { isTransientKind, type Kind, kinds } from './kind.js';
 import { clampRetryAfterMs, retryAfterOf } from './retry-after.js';
@@ -108,6 +109,7 @@ export interface ToProblemOptions {
   readonly nowMs?: number | undefined;
 }
 
+// Stryker disable next-line BooleanLiteral: optionKeys reads only the keys (the type asks for `true`)
 const toProblemOptionKeys = optionKeys<ToProblemOptions>({ instance: true, nowMs: true });
 
 const titles: Readonly<Record<Kind, string>> = {
@@ -146,15 +148,9 @@ const details: Readonly<Record<Kind, string>> = {
  * its causes: a cause's message is not the wrapper's to show.
  */
 function exposedMessage(error: unknown): string | undefined {
-  try {
-    if (typeof error !== 'object' || error === null) return undefined;
-    const bag = error as Record<string, unknown>;
-    if (bag.expose !== true) return undefined;
-    const message = bag.message;
-    return typeof message === 'string' && message !== '' ? message : undefined;
-  } catch {
-    return undefined;
-  }
+  if (!isObject(error) || get(error, 'expose') !== true) return undefined;
+  const message = get(error, 'message');
+  return typeof message === 'string' && message !== '' ? message : undefined;
 }
 
 /**
@@ -179,8 +175,9 @@ function ownDetail(error: unknown, kind: Kind): { code: string; detail: string }
     }
     return { code, detail: exposedMessage(error) ?? details[kind] };
   } catch {
-    return undefined;
+    // a hostile object: describe it as a foreign one
   }
+  return undefined;
 }
 
 /**
@@ -214,7 +211,7 @@ function ownDetail(error: unknown, kind: Kind): { code: string; detail: string }
 export function toProblem(error: unknown, options: ToProblemOptions = {}): Problem {
   refuseUnknownKeys('toProblem options', options, toProblemOptionKeys);
   const { instance, nowMs } = options;
-  if (nowMs !== undefined && (typeof nowMs !== 'number' || !Number.isFinite(nowMs))) {
+  if (nowMs !== undefined && !Number.isFinite(nowMs)) {
     throw new TypeError(`expected "nowMs" to be a finite number, got ${show(nowMs)}`);
   }
   const kind = classify(error);

@@ -3,7 +3,13 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { RetriesExhaustedError } from '../retry/errors.js';
 import { RejectedError } from './errors.js';
-import { parseRetryAfter, retryAfterOf } from './retry-after.js';
+import {
+  clampRetryAfterMs,
+  MAX_RETRY_AFTER_MS,
+  parseRetryAfter,
+  retryAfterOf,
+  retryAfterSeconds,
+} from './retry-after.js';
 
 /** An Error with extra fields, as drivers build them. */
 function err(fields: Record<string, unknown>, message = 'boom'): Error {
@@ -185,5 +191,168 @@ describe('retryAfterOf', () => {
 
   it('throws a TypeError for a bad nowMs', () => {
     expect(() => retryAfterOf(new Error('x'), Number.POSITIVE_INFINITY)).toThrow(TypeError);
+  });
+});
+
+describe('parseRetryAfter: the edges of each form', () => {
+  const now = Date.UTC(2015, 9, 21, 7, 27, 30);
+
+  it('reads decimals with any number of places, and a number 0 as no wait', () => {
+    expect(parseRetryAfter('1.25', now)).toBe(1_250);
+    expect(parseRetryAfter('2.', now)).toBe(2_000);
+    expect(parseRetryAfter('0.125', now)).toBe(125);
+    expect(parseRetryAfter(0, now)).toBe(0);
+  });
+
+  const monthNames = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+  it.each(monthNames.map((name, index) => [name, index] as const))('knows the month %s', (name, index) => {
+    const start = Date.UTC(2016, 0, 1);
+    expect(parseRetryAfter(`02 ${name} 2016 00:00:00 GMT`, start)).toBe(Date.UTC(2016, index, 2) - start);
+  });
+
+  it('accepts the last hour and minute of a day and a leap second', () => {
+    expect(parseRetryAfter('Wed, 21 Oct 2015 23:59:59 GMT', now)).toBe(
+      Date.UTC(2015, 9, 21, 23, 59, 59) - now,
+    );
+    expect(parseRetryAfter('Wed, 21 Oct 2015 07:27:60 GMT', now)).toBe(30_000); // rolls into 07:28:00
+  });
+
+  it.each([
+    'Wed, 21 Oct 2015 24:00:00 GMT',
+    'Wed, 21 Oct 2015 07:60:00 GMT',
+    'Wed, 21 Oct 2015 07:28:61 GMT',
+    'Wed, 00 Oct 2015 07:28:00 GMT',
+  ])('refuses the out-of-range field in %j', (value) => {
+    expect(parseRetryAfter(value, now)).toBeUndefined();
+  });
+
+  it('reads the RFC 850 and asctime forms in any case', () => {
+    expect(parseRetryAfter('WEDNESDAY, 21-OCT-15 07:28:00 GMT', now)).toBe(30_000);
+    expect(parseRetryAfter('wed oct 21 07:28:00 2015', now)).toBe(30_000);
+  });
+});
+
+describe('retryAfterOf: where it looks', () => {
+  const now = Date.UTC(2015, 9, 21, 7, 27, 30);
+  const brand = Symbol.for('bulwark.ResilienceError');
+
+  it('reads an object whose get() does not know the header by its keys', () => {
+    expect(retryAfterOf(err({ headers: { get: () => undefined, 'Retry-After': '3' } }), now)).toBe(3_000);
+    expect(retryAfterOf(err({ headers: { get: () => null, 'retry-after': '4' } }), now)).toBe(4_000);
+  });
+
+  it('reads no headers from functions', () => {
+    expect(
+      retryAfterOf(err({ headers: Object.assign(() => {}, { 'retry-after': '3' }) }), now),
+    ).toBeUndefined();
+    const response = Object.assign(() => {}, { headers: { 'retry-after': '3' } });
+    expect(retryAfterOf(err({ response }), now)).toBeUndefined();
+  });
+
+  it("moves on to the response when the error's own headers cannot be listed", () => {
+    const unlistable = new Proxy(
+      {},
+      {
+        ownKeys() {
+          throw new Error('keys');
+        },
+      },
+    );
+    const error = err({ headers: unlistable, response: { headers: { 'retry-after': '5' } } });
+    expect(retryAfterOf(error, now)).toBe(5_000);
+  });
+
+  it("reads retryAfterMs only on bulwark's errors, from any copy of the package", () => {
+    expect(retryAfterOf(err({ retryAfterMs: 500 }), now)).toBeUndefined();
+    expect(retryAfterOf({ [brand]: true, retryAfterMs: 500 }, now)).toBe(500);
+    const symbolsThrow = new Proxy(
+      { retryAfterMs: 500 },
+      {
+        get(target, key) {
+          if (typeof key === 'symbol') throw new Error('no symbols here');
+          return Reflect.get(target, key);
+        },
+      },
+    );
+    expect(retryAfterOf(symbolsThrow, now)).toBeUndefined();
+  });
+
+  it('passes over a retryAfterMs that is NaN or absent and reads the causes', () => {
+    const cause = err({ headers: { 'retry-after': '2' } });
+    const nan = new RejectedError('x', {
+      code: 'ERR_X',
+      kind: 'rate_limited',
+      retryAfterMs: Number.NaN,
+      cause,
+    });
+    expect(retryAfterOf(nan, now)).toBe(2_000);
+    expect(retryAfterOf(new RejectedError('x', { code: 'ERR_X', kind: 'rate_limited', cause }), now)).toBe(
+      2_000,
+    );
+    expect(
+      retryAfterOf(
+        new RejectedError('x', { code: 'ERR_X', kind: 'rate_limited', retryAfterMs: Number.NaN }),
+        now,
+      ),
+    ).toBeUndefined();
+  });
+
+  it('reads at most 8 levels below the thrown value', () => {
+    const chain = (levels: number): unknown => {
+      let error: unknown = err({ headers: { 'retry-after': '6' } });
+      for (let i = 0; i < levels; i++) error = new Error(`level ${i}`, { cause: error });
+      return error;
+    };
+    expect(retryAfterOf(chain(8), now)).toBe(6_000);
+    expect(retryAfterOf(chain(9), now)).toBeUndefined();
+  });
+
+  it('reads at most 64 objects in one call', () => {
+    const wide = (plain: number) =>
+      new AggregateError([
+        ...Array.from({ length: plain }, () => new Error('plain')),
+        err({ headers: { 'retry-after': '7' } }),
+      ]);
+    expect(retryAfterOf(wide(62), now)).toBe(7_000);
+    expect(retryAfterOf(wide(63), now)).toBeUndefined();
+  });
+
+  it('states no wait, and does not throw, for a header value whose reads throw', () => {
+    const hostile = new Proxy(['3'], {
+      get() {
+        throw new Error('trap');
+      },
+    });
+    const error = err({ headers: { 'retry-after': hostile } });
+    expect(retryAfterOf(error, now)).toBeUndefined();
+    expect(retryAfterOf(error)).toBeUndefined();
+  });
+});
+
+describe('clampRetryAfterMs and retryAfterSeconds', () => {
+  it('states NaN, negative waits and -0 as 0', () => {
+    expect(clampRetryAfterMs(-5)).toBe(0);
+    expect(clampRetryAfterMs(Number.NaN)).toBe(0);
+    expect(clampRetryAfterMs(Number.NEGATIVE_INFINITY)).toBe(0);
+    expect(Object.is(clampRetryAfterMs(-0), 0)).toBe(true);
+    expect(clampRetryAfterMs(0)).toBe(0);
+  });
+
+  it('rounds up to whole milliseconds, at most 24 h', () => {
+    expect(clampRetryAfterMs(0.2)).toBe(1);
+    expect(clampRetryAfterMs(1_000.5)).toBe(1_001);
+    expect(clampRetryAfterMs(MAX_RETRY_AFTER_MS - 0.5)).toBe(MAX_RETRY_AFTER_MS);
+    expect(clampRetryAfterMs(MAX_RETRY_AFTER_MS)).toBe(MAX_RETRY_AFTER_MS);
+    expect(clampRetryAfterMs(MAX_RETRY_AFTER_MS + 1)).toBe(MAX_RETRY_AFTER_MS);
+    expect(clampRetryAfterMs(Number.POSITIVE_INFINITY)).toBe(MAX_RETRY_AFTER_MS);
+  });
+
+  it('gives whole seconds, rounded up, from 1 to 86 400', () => {
+    expect(retryAfterSeconds(0)).toBe(1);
+    expect(retryAfterSeconds(Number.NaN)).toBe(1);
+    expect(retryAfterSeconds(1_000)).toBe(1);
+    expect(retryAfterSeconds(1_001)).toBe(2);
+    expect(retryAfterSeconds(9_999.738)).toBe(10);
+    expect(retryAfterSeconds(1e25)).toBe(86_400);
   });
 });
