@@ -68,6 +68,18 @@ describe("an outer timeout's deadline reaches what watches it", () => {
     },
   );
 
+  it.each(modes)(
+    'an outer %s deadline ends an inner aggressive timeout without creating an AbortController when no one reads a signal',
+    async (mode) => {
+      const clock = new FakeClock();
+      const policy = pipeline(timeout(50, { mode, clock }), timeout(1_000, { mode: 'aggressive', clock }));
+      const call = policy.execute(never).catch((error: unknown) => error);
+      await clock.advance(50);
+      expect(await call).toBeInstanceOf(TimeoutError);
+      expect(created).toBe(0);
+    },
+  );
+
   it('a hedge inside a timeout aborts every try at the deadline', async () => {
     const clock = new FakeClock();
     const policy = pipeline(

@@ -258,3 +258,163 @@ describe('DeadlineQueue.stopIfIdle', () => {
     expect(clock.pendingTimers).toBe(0);
   });
 });
+
+/** A FakeClock that records what the queue asks of it beyond setting timers. */
+function recordingClock() {
+  const clock = new FakeClock();
+  const keepAlive: [unknown, boolean][] = [];
+  const cleared: unknown[] = [];
+  const set: number[] = [];
+  const fakeSet = clock.setTimer.bind(clock);
+  const fakeKeepAlive = clock.keepAlive.bind(clock);
+  const fakeClear = clock.clearTimer.bind(clock);
+  Object.assign(clock, {
+    keepAlive: (handle: unknown, alive: boolean) => {
+      keepAlive.push([handle, alive]);
+      fakeKeepAlive(handle, alive);
+    },
+    clearTimer: (handle: unknown) => {
+      cleared.push(handle);
+      fakeClear(handle);
+    },
+    setTimer: (callback: () => void, ms: number) => {
+      set.push(clock.now() + ms);
+      return fakeSet(callback, ms);
+    },
+  });
+  return { clock, keepAlive, cleared, set };
+}
+
+describe('DeadlineQueue: holding the process while entries are live', () => {
+  it('settling one of two live entries keeps the timer holding the process; settling the last releases it', () => {
+    const clock = new FakeClock();
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    const a = entry(10, log);
+    const b = entry(20, log);
+    queue.add(a);
+    queue.add(b);
+    queue.settle(a);
+    expect(clock.aliveTimers).toBe(1);
+    queue.settle(b);
+    expect(clock.aliveTimers).toBe(0);
+    expect(clock.pendingTimers).toBe(1);
+  });
+
+  it('does not tell the clock again while the timer already holds the process', () => {
+    const { clock, keepAlive } = recordingClock();
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    const a = entry(10, log);
+    queue.add(a);
+    queue.add(entry(20, log));
+    queue.add(entry(30, log));
+    expect(keepAlive).toEqual([]);
+    queue.settle(a);
+    expect(keepAlive).toEqual([]);
+  });
+
+  it('after an entry expired, settling the rest releases the process and stopIfIdle stops the timer', async () => {
+    const clock = new FakeClock();
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    queue.add(entry(10, log));
+    const b = entry(20, log);
+    queue.add(b);
+    await clock.advance(10);
+    expect(log).toEqual([10]);
+    expect(clock.aliveTimers).toBe(1);
+    queue.settle(b);
+    expect(clock.aliveTimers).toBe(0);
+    queue.stopIfIdle();
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it("an entry settled from inside another one's expire() is dropped, and the clock hears of no timer it does not hold", async () => {
+    const { clock, keepAlive, cleared } = recordingClock();
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    const b = entry(10, log);
+    const a: Expiring = {
+      deadline: 10,
+      settled: false,
+      queueNext: undefined,
+      expire() {
+        log.push(-10);
+        queue.settle(b);
+        queue.stopIfIdle();
+      },
+    };
+    queue.add(a);
+    queue.add(b);
+    await clock.advance(100);
+    expect(log).toEqual([-10]);
+    expect(keepAlive).toEqual([]);
+    expect(cleared).toEqual([]);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('starts no timer for an entry due exactly when the armed timer fires, though everything before it settled', async () => {
+    const { clock, cleared, set } = recordingClock();
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    const a = entry(50, log);
+    queue.add(a);
+    queue.settle(a);
+    queue.add(entry(50, log));
+    expect(set).toEqual([50]);
+    expect(cleared).toEqual([]);
+    expect(clock.aliveTimers).toBe(1);
+    await clock.advance(50);
+    expect(log).toEqual([50]);
+  });
+
+  it('stopIfIdle with no timer armed makes no clock call', async () => {
+    const { clock, cleared } = recordingClock();
+    const queue = new DeadlineQueue(clock);
+    queue.stopIfIdle();
+    const log: number[] = [];
+    queue.add(entry(10, log));
+    await clock.advance(10);
+    queue.stopIfIdle();
+    expect(cleared).toEqual([]);
+  });
+
+  it('works on a clock without keepAlive', async () => {
+    const fake = new FakeClock();
+    const clock = {
+      now: () => fake.now(),
+      sleep: (ms: number) => fake.sleep(ms),
+      setTimer: (callback: () => void, ms: number) => fake.setTimer(callback, ms),
+      clearTimer: (handle: unknown) => fake.clearTimer(handle),
+    };
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    const a = entry(10, log);
+    queue.add(a);
+    queue.settle(a);
+    queue.add(entry(20, log));
+    await fake.advance(20);
+    expect(log).toEqual([20]);
+  });
+
+  it('an entry added from inside expire() leaves one timer armed, for it', async () => {
+    const clock = new FakeClock();
+    const queue = new DeadlineQueue(clock);
+    const log: number[] = [];
+    queue.add({
+      deadline: 10,
+      settled: false,
+      queueNext: undefined,
+      expire() {
+        log.push(10);
+        queue.add(entry(clock.now() + 10, log));
+      },
+    });
+    await clock.advance(10);
+    expect(clock.pendingTimers).toBe(1);
+    await clock.advance(10);
+    expect(log).toEqual([10, 20]);
+    expect(clock.pendingTimers).toBe(0);
+  });
+});

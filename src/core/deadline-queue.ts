@@ -90,6 +90,7 @@ export class DeadlineQueue {
       entry = this.head
     ) {
       this.head = entry.queueNext;
+      // Stryker disable next-line ConditionalExpression: only lets go of the expired entry sooner: add() resets the tail whenever the head is empty
       if (this.head === undefined) this.tail = undefined;
       entry.queueNext = undefined;
       if (!entry.settled) {

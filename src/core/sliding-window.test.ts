@@ -39,4 +39,35 @@ describe('SlidingWindow', () => {
     window.clear();
     expect(window.total(0)).toBe(0);
   });
+
+  it('a window made on a clock far from zero counts from then and drops what slides out', async () => {
+    const clock = new FakeClock(1_000_000);
+    const window = new SlidingWindow(clock, 1, 1_000, 10);
+    window.add(0, 2);
+    await clock.advance(900);
+    window.add(0);
+    expect(window.total(0)).toBe(3);
+    await clock.advance(100); // the bucket of the first add falls out
+    expect(window.total(0)).toBe(1);
+    await clock.advance(1_000);
+    expect(window.total(0)).toBe(0);
+  });
+
+  it('a clock that steps back and then forward again loses none of the counts still in the window', () => {
+    let now = 10_000;
+    const clock = { now: () => now, sleep: async () => {}, setTimer: () => 0, clearTimer: () => {} };
+    const window = new SlidingWindow(clock, 1, 1_000, 10);
+    window.add(0);
+    now = 5_100; // steps back to a different bucket of the ring
+    window.add(0);
+    now = 10_000;
+    window.add(0);
+    expect(window.total(0)).toBe(3);
+    now = 10_999; // still the newest bucket: nothing dropped
+    expect(window.total(0)).toBe(3);
+    now = 10_900; // the last bucket of the window that still holds t=10 000
+    expect(window.total(0)).toBe(3);
+    now = 11_000; // the bucket of t=10 000 falls out
+    expect(window.total(0)).toBe(0);
+  });
 });

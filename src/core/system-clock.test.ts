@@ -118,10 +118,43 @@ describe('chainedTimers (the chaining logic behind systemClock)', () => {
     expect(armed.at(-1)!.cleared).toBe(true);
   });
 
+  it('clearTimer and keepAlive on a delay up to MAX_TIMER_MS act on the runtime timer itself', () => {
+    const { runtime, armed } = manualRuntime();
+    const timers = chainedTimers(runtime);
+    const handle = timers.setTimer(() => {}, 1_000);
+    timers.keepAlive(handle, false);
+    expect(armed[0]!.refed).toBe(false);
+    timers.keepAlive(handle, true);
+    expect(armed[0]!.refed).toBe(true);
+    timers.clearTimer(handle);
+    expect(armed[0]!.cleared).toBe(true);
+  });
+
+  it('keepAlive is a no-op on a runtime whose timers have no ref/unref (a browser, a plain number)', () => {
+    let next = 0;
+    const runtime: RuntimeTimers = { setTimeout: () => ++next, clearTimeout: () => {} };
+    const timers = chainedTimers(runtime);
+    const short = timers.setTimer(() => {}, 1_000);
+    const long = timers.setTimer(() => {}, 2 * MAX_TIMER_MS);
+    for (const alive of [false, true]) {
+      expect(() => timers.keepAlive(short, alive)).not.toThrow();
+      expect(() => timers.keepAlive(long, alive)).not.toThrow();
+    }
+  });
+
   it.each([NaN, -1, -Infinity])('%d ms means 0 ms, as in Node', (ms) => {
     const { runtime, armed } = manualRuntime();
     chainedTimers(runtime).setTimer(() => {}, ms);
     expect(armed.map((t) => t.ms)).toEqual([0]);
+  });
+});
+
+describe('systemClock.now()', () => {
+  it('is epoch-based milliseconds, as Date.now() is, and moves forward with real time', async () => {
+    const before = systemClock.now();
+    expect(Math.abs(before - Date.now())).toBeLessThan(1_000);
+    await realDelay(5);
+    expect(systemClock.now()).toBeGreaterThan(before);
   });
 });
 

@@ -71,6 +71,7 @@ class TimeoutScope extends AbortScope implements Context, Expiring {
 
   /** Subscribes to the (not yet aborted) parent context, once. */
   override listen(): void {
+    // Stryker disable next-line ConditionalExpression,LogicalOperator: subscriptions are sets, so subscribing twice is a no-op, and listen() never runs on an aborted scope
     if (this.listening || this.aborted) return;
     this.listening = true;
     watchContext(this.parent, this);
@@ -78,6 +79,7 @@ class TimeoutScope extends AbortScope implements Context, Expiring {
 
   /** The parent aborted: pass its reason on, then (aggressive) end the call. */
   handleEvent(): void {
+    // Stryker disable next-line BooleanLiteral: the abort that follows disposes the scope, which clears the flag (unwatching a fired signal is a no-op)
     this.listening = false;
     this.abort(contextAbortReason(this.parent));
   }
@@ -105,6 +107,7 @@ class TimeoutScope extends AbortScope implements Context, Expiring {
 
   /** Detaches from the parent context once the call is over. */
   dispose(): void {
+    // Stryker disable next-line ConditionalExpression: unwatching a scope that is not subscribed is a no-op (offAbort and unwatchAbort ignore unknown listeners)
     if (this.listening) {
       this.listening = false;
       unwatchContext(this.parent, this);
@@ -140,6 +143,7 @@ export class TimeLimit {
     const now = this.clock.now();
     const own = now + ms;
     const inherited = context.deadline;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: undefined < own is false anyway, and on a tie both choices are the same time
     const deadline = inherited !== undefined && inherited < own ? inherited : own;
     if (deadline <= now) return Promise.resolve(failure(timeoutError(ms, deadline - now)));
     const scope = new TimeoutScope(context, deadline, ms, now);
@@ -164,7 +168,9 @@ export class TimeLimit {
     return new Promise<Outcome<T>>((resolve) => {
       let settled = false;
       const finish = (outcome: Outcome<T>): void => {
+        // Stryker disable next-line ConditionalExpression: only saves work: a second finish (the step settling after the deadline) releases idempotently and resolves a settled promise
         if (settled) return;
+        // Stryker disable next-line BooleanLiteral: as above, a repeated finish changes nothing
         settled = true;
         this.release(scope, timer);
         resolve(outcome.ok ? outcome : this.lateFailure(scope, outcome));

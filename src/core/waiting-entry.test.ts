@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../testing/fake-clock.js';
 import { DeadlineQueue } from './deadline-queue.js';
+import { LinkedQueue } from './linked-queue.js';
 import { WaitingEntry } from './waiting-entry.js';
 
 class Entry extends WaitingEntry {
@@ -49,5 +50,15 @@ describe('WaitingEntry', () => {
     expect(clock.pendingTimers).toBe(0);
     await clock.advance(1_000);
     expect([shared.expired, own.expired, never.expired]).toEqual([0, 0, 0]);
+  });
+
+  it('a new entry is in no line: removing it from a queue is refused and leaves the queue as it was', () => {
+    const queue = new LinkedQueue<Entry>();
+    const waiting = new Entry(100);
+    queue.push(waiting);
+    expect(queue.remove(new Entry(50))).toBe(false);
+    expect(queue.size).toBe(1);
+    expect(queue.first).toBe(waiting);
+    expect(queue.shift()).toBe(waiting);
   });
 });
