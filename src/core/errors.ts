@@ -51,7 +51,7 @@ export class ResilienceError extends Error {
     this.code = options.code;
     this.kind = options.kind;
     this.expose = options.expose === true;
-    if (options.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 Object.defineProperty(ResilienceError.prototype, resilienceBrand, { value: true });

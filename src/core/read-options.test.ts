@@ -2,19 +2,25 @@ import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../testing/fake-clock.js';
 import { systemClock } from './clock.js';
 import {
+  atLeast,
   boolean,
+  type Check,
   clockField,
   fraction,
   func,
   instanceOf,
   listenerField,
   nested,
+  nonNegativeInt,
   nonNegativeNumber,
   nonNegativeOrInfinity,
   oneOf,
   optional,
+  positiveFraction,
   positiveInt,
   positiveIntOrInfinity,
+  positiveNumber,
+  positiveOrInfinity,
   readOptions,
   required,
   type Schema,
@@ -142,5 +148,143 @@ describe('readOptions', () => {
     ({ max: required(positiveInt) }) satisfies Schema<Options>;
     // @ts-expect-error a key the type does not have
     ({ ...schema, extra: required(positiveInt) }) satisfies Schema<Options>;
+  });
+});
+
+describe('checks', () => {
+  const refuses = (check: Check<unknown>, value: unknown, message: string) =>
+    expect(() => check('n', value)).toThrow(new TypeError(message));
+
+  it('nonNegativeInt accepts zero and positive integers only', () => {
+    expect(nonNegativeInt('maxQueue', 0)).toBe(0);
+    expect(nonNegativeInt('maxQueue', 12)).toBe(12);
+    for (const [bad, shown] of [
+      [-1, '-1'],
+      [1.5, '1.5'],
+      [Number.NaN, 'NaN'],
+      [Infinity, 'Infinity'],
+      ['1', '"1"'],
+    ] as const) {
+      refuses(nonNegativeInt, bad, `expected "n" to be a non-negative integer, got ${shown}`);
+    }
+  });
+
+  it('positiveNumber and positiveOrInfinity differ only on Infinity', () => {
+    expect(positiveNumber('rate', 0.5)).toBe(0.5);
+    refuses(positiveNumber, Infinity, 'expected "n" to be a positive finite number, got Infinity');
+    refuses(positiveNumber, 0, 'expected "n" to be a positive finite number, got 0');
+    expect(positiveOrInfinity('rate', Infinity)).toBe(Infinity);
+    expect(positiveOrInfinity('rate', 2)).toBe(2);
+    refuses(positiveOrInfinity, 0, 'expected "n" to be a positive number, got 0');
+  });
+
+  it('nonNegativeNumber and nonNegativeOrInfinity accept zero', () => {
+    expect(nonNegativeNumber('delayMs', 0)).toBe(0);
+    expect(nonNegativeOrInfinity('waitMs', 0)).toBe(0);
+    expect(nonNegativeOrInfinity('waitMs', Infinity)).toBe(Infinity);
+  });
+
+  it('fraction includes 0 and 1', () => {
+    expect(fraction('ratio', 0)).toBe(0);
+    expect(fraction('ratio', 1)).toBe(1);
+    refuses(fraction, -0.5, 'expected "n" to be a number from 0 to 1, got -0.5');
+  });
+
+  it('positiveFraction accepts above 0 up to and including 1', () => {
+    expect(positiveFraction('share', 1)).toBe(1);
+    expect(positiveFraction('share', 0.01)).toBe(0.01);
+    for (const [bad, shown] of [
+      [0, '0'],
+      [-0.5, '-0.5'],
+      [1.01, '1.01'],
+      [Number.NaN, 'NaN'],
+      ['0.5', '"0.5"'],
+    ] as const) {
+      refuses(positiveFraction, bad, `expected "n" to be a number above 0 and at most 1, got ${shown}`);
+    }
+  });
+
+  it('atLeast accepts finite numbers from its minimum', () => {
+    const factor = atLeast(1);
+    expect(factor('factor', 1)).toBe(1);
+    expect(factor('factor', 2.5)).toBe(2.5);
+    for (const [bad, shown] of [
+      [0.99, '0.99'],
+      [Infinity, 'Infinity'],
+      [Number.NaN, 'NaN'],
+      ['2', '"2"'],
+    ] as const) {
+      refuses(factor, bad, `expected "n" to be a finite number of at least 1, got ${shown}`);
+    }
+  });
+
+  it('positiveInt refuses Infinity, positiveIntOrInfinity accepts it', () => {
+    expect(positiveInt('max', 1)).toBe(1);
+    refuses(positiveInt, Infinity, 'expected "n" to be a positive integer, got Infinity');
+    expect(positiveIntOrInfinity('max', Infinity)).toBe(Infinity);
+  });
+
+  it('oneOf lists every allowed value when refusing', () => {
+    const mode = oneOf(['fast', 'safe', 'off']);
+    expect(mode('mode', 'off')).toBe('off');
+    refuses(mode, 'slow', 'expected "n" to be one of "fast", "safe", "off", got "slow"');
+  });
+
+  it('boolean accepts false as well as true', () => {
+    expect(boolean('enabled', false)).toBe(false);
+    expect(read({ max: 1, enabled: false }).enabled).toBe(false);
+  });
+
+  it('keeps a given function, listener and non-default values as given', () => {
+    const map = (x: number) => x * 2;
+    const onEvent = () => {};
+    const o = read({ max: 1, map, onEvent, mode: 'b', maxAttempts: Infinity, delayMs: 5, waitMs: 7 });
+    expect(o.map).toBe(map);
+    expect(o.onEvent).toBe(onEvent);
+    expect(o.mode).toBe('b');
+    expect(o.maxAttempts).toBe(Infinity);
+    expect(o.delayMs).toBe(5);
+    expect(o.waitMs).toBe(7);
+  });
+});
+
+describe('nested', () => {
+  const limits = { limits: required(nested({ inFlight: required(positiveInt) })) };
+
+  it('refuses an absent required nested object, naming it', () => {
+    expect(() => readOptions('shedder options', {}, limits)).toThrow(
+      new TypeError('expected "limits" to be an object, got undefined'),
+    );
+  });
+
+  it('reads a nested object into a new object, its fields named by path', () => {
+    const given = { limits: { inFlight: 4 } };
+    const o = readOptions('shedder options', given, limits);
+    expect(o).toEqual({ limits: { inFlight: 4 } });
+    expect(o.limits).not.toBe(given.limits);
+    expect(() => readOptions('shedder options', { limits: {} }, limits)).toThrow(
+      new TypeError('expected "limits.inFlight" to be a positive integer, got undefined'),
+    );
+    expect(() => readOptions('shedder options', { limits: null }, limits)).toThrow(
+      new TypeError('expected "limits" to be an options object, got null'),
+    );
+  });
+
+  it('names fields nested twice by their full path', () => {
+    const schema2 = { a: required(nested({ b: required(nested({ c: required(positiveInt) })) })) };
+    expect(() => readOptions('deep options', { a: { b: { c: 0 } } }, schema2)).toThrow(
+      new TypeError('expected "a.b.c" to be a positive integer, got 0'),
+    );
+    expect(() => readOptions('deep options', { a: { b: { colour: 1 } } }, schema2)).toThrow(
+      new TypeError('unknown option "colour" in a.b'),
+    );
+  });
+});
+
+describe('reading', () => {
+  it('returns a new object and refuses a key the schema only inherits', () => {
+    const given = { max: 1 };
+    expect(read(given)).not.toBe(given);
+    expect(() => read({ max: 1, toString: () => 'x' })).toThrow(/^unknown option "toString" in test options/);
   });
 });

@@ -112,10 +112,11 @@ export const positiveIntOrInfinity: Check<number> = (name, value) => positiveInt
 
 /** An integer ≥ 0 (a bound that may be zero, like a queue's length). */
 export const nonNegativeInt: Check<number> = (name, value) => {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+  // Number.isInteger is false for anything but a number: no typeof test needed
+  if (!Number.isInteger(value) || (value as number) < 0) {
     throw new TypeError(`expected "${name}" to be a non-negative integer, got ${show(value)}`);
   }
-  return value;
+  return value as number;
 };
 
 /** A finite number ≥ 0: a duration in milliseconds, a ratio, a count that may be fractional. */
@@ -144,10 +145,11 @@ export const positiveFraction: Check<number> = (name, value) => {
 /** A finite number of at least `min` (a growth factor, which has no upper bound). */
 export function atLeast(min: number): Check<number> {
   return (name, value) => {
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
+    // Number.isFinite is false for anything but a number: no typeof test needed
+    if (!Number.isFinite(value) || (value as number) < min) {
       throw new TypeError(`expected "${name}" to be a finite number of at least ${min}, got ${show(value)}`);
     }
-    return value;
+    return value as number;
   };
 }
 

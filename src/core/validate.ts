@@ -45,14 +45,11 @@ export function positive(name: string, value: unknown, allowInfinity = false): n
 
 /** An integer ≥ 1, or `Infinity` when `allowInfinity`. */
 export function positiveInteger(name: string, value: unknown, allowInfinity = false): number {
-  if (
-    typeof value !== 'number' ||
-    !(Number.isInteger(value) || (allowInfinity && value === Infinity)) ||
-    value < 1
-  ) {
+  // Number.isInteger is false for anything but a number: no typeof test needed
+  if (!(Number.isInteger(value) || (allowInfinity && value === Infinity)) || (value as number) < 1) {
     fail(name, allowInfinity ? 'a positive integer or Infinity' : 'a positive integer', value);
   }
-  return value;
+  return value as number;
 }
 
 /** A number in [min, max]. */
@@ -164,7 +161,8 @@ function editDistance(a: string, b: string): number {
         (row[j - 1] as number) + 1,
         (above[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
       );
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+      // a swap needs two letters on each side: before that, a[-1] or b[-1] is undefined, no letter
+      if (a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
         d = Math.min(d, ((rows[i - 2] as number[])[j - 2] as number) + 1);
       }
       row.push(d);
