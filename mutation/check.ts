@@ -1,6 +1,6 @@
 /**
- * `npm run mutate:check -- <source file> <test file>…`: StrykerJS on one source file against only
- * the named test files, without touching the committed incremental report: the quick loop for
+ * `npm run mutate:check -- <source file>[,<source file>…] <test file>…`: StrykerJS on the given
+ * source files (globs and `!` exclusions allowed) against only the named test files (globs too), without touching the committed incremental report: the quick loop for
  * killing one file's survivors (seconds, not the whole suite's dry run). Prints the survivors
  * with their line and replacement; exits non-zero when any survive.
  */
@@ -14,7 +14,7 @@ if (source === undefined || tests.length === 0) {
   console.error('usage: npm run mutate:check -- <source file> <test file>...');
   process.exit(2);
 }
-const id = `${basename(source, '.ts')}-${process.pid}`;
+const id = `${basename(source.split(',')[0]!, '.ts').replace(/[^\w-]/g, '')}-${process.pid}`;
 const work = mkdtempSync(join(tmpdir(), 'bulwark-mutate-'));
 const vitestConfig = `vitest.check-${id}.config.ts`;
 const strykerConfig = join(work, 'stryker.config.json');
@@ -31,19 +31,21 @@ writeFileSync(
     testRunner: 'vitest',
     vitest: { configFile: vitestConfig, related: false },
     coverageAnalysis: 'perTest',
-    mutate: [source],
+    mutate: source.split(','),
     reporters: ['json'],
     jsonReporter: { fileName: reportFile },
     concurrency: 1,
     timeoutMS: 10_000,
     tempDirName: `.stryker-tmp/check-${id}`,
+    // Other checks' sandboxes and configs come and go while this one copies the project.
+    ignorePatterns: ['/.stryker-tmp', '/vitest.check-*.config.ts', `!/${vitestConfig}`],
     cleanTempDir: 'always',
     logLevel: 'warn',
   }),
 );
 try {
   const run = spawnSync('npx', ['stryker', 'run', strykerConfig], { stdio: 'inherit' });
-  if (run.status !== 0) process.exit(run.status ?? 1);
+  if (run.status !== 0) throw new Error(`stryker exited with ${run.status}`);
   interface Mutant {
     status: string;
     mutatorName: string;
