@@ -47,8 +47,80 @@ describe('Listeners', () => {
     expect(events.active).toBe(false);
   });
 
-  it('rejects a non-function listener', () => {
-    expect(() => new Listeners<number>().add(42 as never)).toThrow(TypeError);
+  it('rejects a non-function listener with a TypeError showing what it got', () => {
+    const events = new Listeners<number>();
+    expect(() => events.add(42 as never)).toThrow(TypeError);
+    expect(() => events.add(42 as never)).toThrow('expected the listener to be a function, got 42');
+    expect(() => events.add('onRetry' as never)).toThrow(
+      'expected the listener to be a function, got "onRetry"',
+    );
+    // A DOM-style listener object is not a listener here.
+    expect(() => events.add({ handleEvent() {} } as never)).toThrow(
+      'expected the listener to be a function, got [object Object]',
+    );
+    expect(events.active).toBe(false);
+  });
+
+  it('disposing a listener in the middle keeps the others, in order', () => {
+    const events = new Listeners<number>();
+    const seen: string[] = [];
+    events.add((n) => seen.push(`a${n}`));
+    const disposeB = events.add((n) => seen.push(`b${n}`));
+    events.add((n) => seen.push(`c${n}`));
+    disposeB();
+    events.emit(1);
+    expect(seen).toEqual(['a1', 'c1']);
+  });
+
+  it('a function subscribed twice is called twice; each disposer takes back one subscription', () => {
+    const events = new Listeners<number>();
+    const seen: number[] = [];
+    const listener = (n: number) => seen.push(n);
+    const first = events.add(listener);
+    const second = events.add(listener);
+    events.emit(1);
+    first();
+    events.emit(2);
+    second();
+    events.emit(3);
+    expect(seen).toEqual([1, 1, 2]);
+    expect(events.active).toBe(false);
+  });
+
+  it('a disposer called again after its listener subscribed anew leaves the new subscription alone', () => {
+    const events = new Listeners<number>();
+    const seen: number[] = [];
+    const listener = (n: number) => seen.push(n);
+    const first = events.add(listener);
+    first();
+    events.add(listener);
+    first();
+    events.emit(1);
+    expect(seen).toEqual([1]);
+  });
+
+  it('by default reports a throwing listener to console.error, saying the call is unaffected', () => {
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      setListenerErrorHandler(previous);
+      const events = new Listeners<number>();
+      const boom = new Error('listener bug');
+      events.add(() => {
+        throw boom;
+      });
+      events.emit(1);
+      expect(logged.mock.calls).toEqual([
+        ['bulwark: an event listener threw; the call it observed is unaffected.', boom],
+      ]);
+    } finally {
+      logged.mockRestore();
+    }
+  });
+
+  it('setListenerErrorHandler returns the handler it replaced', () => {
+    const mine = () => {};
+    setListenerErrorHandler(mine);
+    expect(setListenerErrorHandler(previous)).toBe(mine);
   });
 
   it('restores the default handler', () => {

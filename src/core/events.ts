@@ -43,10 +43,13 @@ export class Listeners<E> {
     this.list = this.list === undefined ? [listener] : [...this.list, listener];
     let disposed = false;
     return () => {
-      if (disposed || this.list === undefined) return;
+      if (disposed) return;
       disposed = true;
-      const next = this.list.filter((l) => l !== listener);
-      this.list = next.length === 0 ? undefined : next;
+      // Takes out one copy of the listener: the same function subscribed twice keeps its other
+      // subscription (each disposer removes one copy, so this one's copy is still in the list).
+      const list = this.list!;
+      const index = list.indexOf(listener);
+      this.list = list.length === 1 ? undefined : [...list.slice(0, index), ...list.slice(index + 1)];
     };
   }
 

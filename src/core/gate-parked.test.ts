@@ -4,11 +4,12 @@
  * aborted before its turn does not run and its ticket is given back, on `execute` and in a pipeline.
  */
 import { describe, expect, it, vi } from 'vitest';
+import { FakeClock } from '../testing/fake-clock.js';
 import type { Context } from './context.js';
 import { GatedPolicy } from './gate.js';
 import { type Admission, type ParkedCall, Refusal, type Resume } from './gate-types.js';
 import { pipeline } from './pipeline.js';
-import type { FailureEvent, RejectedEvent } from './policy-events.js';
+import type { FailureEvent, RejectedEvent, SuccessEvent } from './policy-events.js';
 
 class Parked implements ParkedCall {
   parkedWork: unknown = undefined;
@@ -24,8 +25,9 @@ class ParkingPolicy extends GatedPolicy<'full'> {
   readonly decide: Resume<'full'> = this.resume();
   released = 0;
 
-  constructor() {
+  constructor(clock?: FakeClock) {
     super('parking');
+    this.configure({}, clock);
   }
 
   protected override admit(_context: Context): Admission<'full'> {
@@ -82,19 +84,22 @@ describe.each(Object.entries(paths))('gate: parked calls (%s)', (_path, call) =>
     await expect(result).rejects.toBe(reason);
     expect(op).not.toHaveBeenCalled();
     expect(policy.released).toBe(1);
-    expect(failures).toMatchObject([{ policy: 'parking', error: reason }]);
+    expect(failures).toMatchObject([{ policy: 'parking', error: reason, handled: false }]);
   });
 
   it('a refused call fails with the refusal, fires onRejected and never runs', async () => {
     const policy = new ParkingPolicy();
     const rejected: RejectedEvent[] = [];
+    const failures: FailureEvent[] = [];
     policy.onRejected((event) => rejected.push(event));
+    policy.onFailure((event) => failures.push(event));
     const op = vi.fn();
     const result = call(policy, op);
     const error = new Error('full');
     policy.decide.refuse(policy.parked[0]!, new Refusal('full', error));
     await expect(result).rejects.toBe(error);
     expect(rejected).toEqual([{ policy: 'parking', reason: 'full', error }]);
+    expect(failures).toEqual([]);
     expect([op.mock.calls.length, policy.released]).toEqual([0, 0]);
   });
 
@@ -106,5 +111,30 @@ describe.each(Object.entries(paths))('gate: parked calls (%s)', (_path, call) =>
     policy.decide.fail(policy.parked[0]!, error);
     await expect(result).rejects.toBe(error);
     expect([op.mock.calls.length, policy.released]).toEqual([0, 0]);
+  });
+
+  it('a failed call is reported to onFailure once, unhandled', async () => {
+    const policy = new ParkingPolicy();
+    const failures: FailureEvent[] = [];
+    policy.onFailure((event) => failures.push(event));
+    const result = call(policy, vi.fn());
+    const error = new Error('left');
+    policy.decide.fail(policy.parked[0]!, error);
+    await expect(result).rejects.toBe(error);
+    expect(failures).toMatchObject([{ policy: 'parking', error, handled: false }]);
+  });
+
+  it("a call's durationMs counts its wait for a turn", async () => {
+    const clock = new FakeClock();
+    const policy = new ParkingPolicy(clock);
+    const successes: SuccessEvent[] = [];
+    policy.onSuccess((event) => successes.push(event));
+    const result = call(policy, () => clock.sleep(20).then(() => 'ran'));
+    await clock.advance(50);
+    policy.decide.admit(policy.parked[0]!, 0);
+    await clock.advance(20);
+    await expect(result).resolves.toBe('ran');
+    expect(successes).toEqual([{ policy: 'parking', durationMs: 70 }]);
+    expect(policy.released).toBe(1);
   });
 });

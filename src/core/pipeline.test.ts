@@ -53,6 +53,12 @@ describe('execute (the outer edge)', () => {
 describe('pipeline', () => {
   it('throws a TypeError naming the argument that is not a policy', () => {
     expect(() => pipeline(retry(), {} as Policy)).toThrow(/argument 2.*object/);
+    expect(() => pipeline(null as never)).toThrow(
+      new TypeError('expected pipeline argument 1 to be a policy, got null'),
+    );
+    expect(() => pipeline(retry(), retry(), { execute: 'run' } as never)).toThrow(
+      'expected pipeline argument 3 to be a policy, got an object',
+    );
   });
 
   it('first = outermost: pipeline(timeout, retry) bounds all attempts together', async () => {

@@ -221,6 +221,30 @@ describe.each(rows)('$pattern events', (row) => {
       expect(log.success).toEqual([{ policy: name ?? row.pattern, durationMs: 0 }]);
     });
 
+    if (row.named !== false) {
+      it('the factory options onFailure and onRejected subscribe too', async () => {
+        const { clock, policy, log } = logged(row, 'options');
+        const error = row.failure.error();
+        const call = wrap(policy)
+          .execute(() => Promise.reject(error))
+          .catch(() => {});
+        await clock.advance(1_000);
+        await call;
+        expect(log.failure).toHaveLength(1);
+        if (row.refuse !== undefined) {
+          row.refuse.prepare(policy);
+          await wrap(policy)
+            .execute(() => 'never')
+            .catch(() => {});
+          // (the rate limiter's preparation may itself be refused: every refusal is logged)
+          expect(log.rejected.length).toBeGreaterThan(0);
+          for (const event of log.rejected) {
+            expect(event).toMatchObject({ policy: row.pattern, reason: row.refuse.reason });
+          }
+        }
+      });
+    }
+
     it('a throwing listener never breaks the call; disposers unsubscribe', async () => {
       const { policy } = logged(row, 'methods');
       const seen: string[] = [];
@@ -260,6 +284,32 @@ describe('policy names', () => {
         /expected "name" to be a non-empty string, got ""/,
       );
       expect(() => row.make({ name: 3 as never }, new FakeClock())).toThrow(/"name"/);
+    },
+  );
+
+  it.each(rows.filter((row) => row.named !== false))(
+    '$pattern refuses a listener option that is not a function, naming it',
+    (row) => {
+      for (const key of ['onSuccess', 'onFailure', 'onRejected'] as const) {
+        expect(() => row.make({ [key]: 5 } as PolicyOptions, new FakeClock())).toThrow(
+          new TypeError(`expected "${key}" to be a function, got 5`),
+        );
+      }
+    },
+  );
+
+  it.each(rows.filter((row) => row.named !== false))(
+    '$pattern checks `name` before the listeners: a bad name is the error named first',
+    (row) => {
+      expect(() => row.make({ name: '', onSuccess: 5 as never }, new FakeClock())).toThrow(
+        /expected "name" to be a non-empty string, got ""/,
+      );
+      expect(() => row.make({ name: 3 as never, onSuccess: 5 as never }, new FakeClock())).toThrow(
+        /expected "name" to be a non-empty string, got 3/,
+      );
+      expect(() => row.make({ name: 'Stryker was here!', onSuccess: 5 as never }, new FakeClock())).toThrow(
+        /"onSuccess"/,
+      );
     },
   );
 
