@@ -172,6 +172,28 @@ describe('bulkhead: admission and queueing', () => {
     await held;
   });
 
+  it('a call handed on with an already-aborted context by an outer policy is not queued: it rejects at once', async () => {
+    const clock = new FakeClock();
+    const b = bulkhead({ maxConcurrent: 1, maxQueue: 1, queueTimeoutMs: 1_000, clock });
+    const gate = deferred();
+    const held = b.execute(() => gate.promise);
+    const reason = new Error('caller gone');
+    // Another library's policy that runs its operation without checking the signal.
+    const careless = {
+      execute: <T>(operation: (context: Context) => T | Promise<T>) =>
+        Promise.resolve(operation({ signal: AbortSignal.abort(reason), attempt: 1 })),
+    };
+    const op = vi.fn();
+    const call = track(pipeline(careless, b).execute(op));
+    await tick();
+    expect(call).toMatchObject({ settled: true, ok: false, error: reason });
+    expect([b.inFlight, b.queued]).toEqual([1, 0]);
+    expect(clock.pendingTimers).toBe(0);
+    gate.resolve(0);
+    await held;
+    expect(op).not.toHaveBeenCalled();
+  });
+
   it('drains a deep queue of synchronous operations without growing the stack', async () => {
     const b = bulkhead({ maxConcurrent: 1, maxQueue: 100_000 });
     const n = 50_000;

@@ -100,6 +100,7 @@ class Slots {
     const deadlines = this.deadlines;
     const waiter = new Waiter(
       this,
+      // Stryker disable next-line ConditionalExpression: (false) without deadlines queueTimeoutMs is Infinity, and now + Infinity is Infinity too; (true) is killed
       deadlines === undefined ? Infinity : this.clock.now() + this.queueTimeoutMs,
     );
     this.waiting.push(waiter);
@@ -122,6 +123,7 @@ class Slots {
   /** A waiter's caller aborted: it leaves without a slot, failing with the signal's reason. */
   abandoned(waiter: Waiter): void {
     if (!this.waiting.remove(waiter)) return;
+    // Stryker disable next-line ConditionalExpression: (false) only a watched waiter hears the abort, so `watching` is set here; (true) is killed
     const reason = waiter.watching === undefined ? undefined : contextAbortReason(waiter.watching);
     this.unwatch(waiter);
     this.resume.fail(waiter, reason);
@@ -134,6 +136,7 @@ class Slots {
   /** Stops the waiter's timeout and abort listener. */
   private unwatch(waiter: Waiter): void {
     if (this.deadlines !== undefined) waiter.unwatchDeadline(this.deadlines, this.clock);
+    // Stryker disable next-line ConditionalExpression: (true) a waiter leaves the queue only after wait() set `watching` (its timer and abort fire later, a slot comes on release); (false) is killed
     if (waiter.watching !== undefined) {
       unwatchContext(waiter.watching, waiter);
       waiter.watching = undefined;

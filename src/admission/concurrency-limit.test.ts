@@ -70,6 +70,25 @@ describe('concurrencyLimit: admission', () => {
     expect(limit.inFlight).toBe(0);
   });
 
+  it('the refusal message names the limit, "call" for one and "calls" for more', async () => {
+    const one = concurrencyLimit(1);
+    const gate = deferred();
+    const held = one.execute(() => gate.promise);
+    await expect(one.execute(() => 'x')).rejects.toThrow(
+      /^concurrency limit reached: 1 call already in flight$/,
+    );
+    gate.resolve(undefined);
+    await held;
+    const three = concurrencyLimit(3);
+    const gates = [deferred(), deferred(), deferred()];
+    const running = gates.map((g) => three.execute(() => g.promise));
+    await expect(three.execute(() => 'x')).rejects.toThrow(
+      /^concurrency limit reached: 3 calls already in flight$/,
+    );
+    for (const g of gates) g.resolve(undefined);
+    await Promise.all(running);
+  });
+
   it('an already-aborted signal rejects with its reason and takes no slot', async () => {
     const limit = concurrencyLimit(1);
     const reason = new Error('gone');

@@ -248,6 +248,7 @@ export function readLoadShedderOptions(options: LoadShedderOptions): LoadShedder
     );
   }
   const thresholds = priorities.map((p) => o.thresholds?.[p] ?? defaultThresholds[p]);
+  // Stryker disable next-line EqualityOperator: one more turn compares undefined (past the last threshold), which is never greater
   for (let r = 1; r < thresholds.length; r++) {
     if (thresholds[r]! > thresholds[r - 1]!) {
       throw new TypeError(

@@ -73,7 +73,11 @@ describe('LoadShedder options', () => {
     ['limits missing', { ...base, limits: undefined }, /"limits" to be an object, got undefined/],
     ['limits array', { ...base, limits: [1] }, /"limits" to be an options object/],
     ['limits unknown key', { ...base, limits: { cpu: 50 } }, /unknown option "cpu" in limits/],
-    ['limits empty', { ...base, limits: {} }, /"limits" to set at least one/],
+    [
+      'limits empty',
+      { ...base, limits: {} },
+      /^expected "limits" to set at least one of cpuPercent, eventLoopDelayMs, eventLoopUtilization, heapUsedRatio, inFlight, got none$/,
+    ],
     ['cpuPercent 0', { ...base, limits: { cpuPercent: 0 } }, /"limits.cpuPercent" to be a positive finite/],
     ['cpuPercent NaN', { ...base, limits: { cpuPercent: Number.NaN } }, /"limits.cpuPercent"/],
     ['cpuPercent string', { ...base, limits: { cpuPercent: '80' } }, /"limits.cpuPercent".*got "80"/],

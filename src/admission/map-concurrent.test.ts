@@ -76,7 +76,9 @@ describe('mapConcurrent: invalid input rejects with a TypeError and runs nothing
     await expect(mapConcurrent([1], fn, undefined as never)).rejects.toThrow(
       /expected "mapConcurrent options" to be an options object/,
     );
-    await expect(mapConcurrent([1], fn, 4 as never)).rejects.toThrow(/options object, got 4/);
+    await expect(mapConcurrent([1], fn, 4 as never)).rejects.toThrow(
+      /expected "mapConcurrent options" to be an options object, got 4/,
+    );
     await expect(mapConcurrent([1], fn, { concurrency: 1, signal: {} as never })).rejects.toThrow(
       /expected "signal" to be an AbortSignal/,
     );
@@ -189,6 +191,36 @@ describe('mapConcurrent: results and bounds', () => {
       expect(worst).toBeLessThanOrEqual(4);
       expect(worst).toBeGreaterThanOrEqual(3);
     }
+  });
+
+  it('never calls next() on an async source once it reported done, even with a pull queued behind it', async () => {
+    const nexts: ReturnType<typeof deferred<IteratorResult<string>>>[] = [];
+    const closed = vi.fn();
+    const source: AsyncIterable<string> = {
+      [Symbol.asyncIterator]: () => ({
+        next: () => {
+          const pending = deferred<IteratorResult<string>>();
+          nexts.push(pending);
+          return pending.promise;
+        },
+        return: () => {
+          closed();
+          return Promise.resolve({ done: true as const, value: undefined });
+        },
+      }),
+    };
+    const result = track(mapConcurrent(source, (s) => s.toUpperCase(), { concurrency: 2 }));
+    await tick();
+    expect(nexts).toHaveLength(1);
+    nexts[0]!.resolve({ done: false, value: 'a' });
+    await tick();
+    // A second worker is waiting on next() #2, and the first, done with 'a', queued its pull behind it.
+    expect(nexts).toHaveLength(2);
+    nexts[1]!.resolve({ done: true, value: undefined });
+    await tick();
+    expect(nexts).toHaveLength(2);
+    expect(result).toEqual({ settled: true, ok: true, value: ['A'] });
+    expect(closed).not.toHaveBeenCalled();
   });
 
   it('runs a large array without stack growth, sync and async fn', async () => {

@@ -16,6 +16,10 @@ describe('processSignals', () => {
   it.each([
     [{ signals: 'cpuPercent' }, /"signals" to be an array of "cpuPercent", .*got "cpuPercent"/],
     [{ signals: ['cpu'] }, /"signals" to be an array of/],
+    [
+      { signals: ['heapUsedRatio', 'cpu'] },
+      /^expected "signals" to be an array of "cpuPercent", "eventLoopDelayMs", "eventLoopUtilization", "heapUsedRatio", got /,
+    ],
     [{ resolutionMs: 0 }, /"resolutionMs" to be a positive integer, got 0/],
     [{ resolutionMs: 2.5 }, /"resolutionMs" to be a positive integer, got 2.5/],
     [null, /"processSignals options" to be an options object/],
