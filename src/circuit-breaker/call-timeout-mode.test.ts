@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { type Clock, sleepWith } from '../core/clock.js';
 import type { Context } from '../core/context.js';
-import { isTimeoutError, ResilienceError } from '../core/errors.js';
+import { isTimeoutError, ResilienceError, TimeoutError } from '../core/errors.js';
 import { pipeline } from '../core/pipeline.js';
 import type { Policy } from '../core/policy.js';
 import { FakeClock } from '../testing/fake-clock.js';
@@ -107,3 +108,66 @@ describe('circuitBreaker callTimeoutMode validation', () => {
     expect(() => circuitBreaker(options as never)).toThrow(message);
   });
 });
+
+/** The breaker's clock on a busy event loop: its timers fire `lagMs` late (the operation's do not). */
+function lagging(clock: FakeClock, lagMs: number): Clock {
+  const lagged: Clock = {
+    now: () => clock.now(),
+    setTimer: (callback, ms) => clock.setTimer(callback, ms + lagMs),
+    clearTimer: (handle) => clock.clearTimer(handle),
+    sleep: (ms, signal) => sleepWith(lagged, ms, signal),
+  };
+  return lagged;
+}
+
+describe.each(ways)(
+  'circuitBreaker callTimeoutMs: the limit is where the call ends (via %s)',
+  (_name, wrap) => {
+    it("'cooperative': a value that arrives exactly at the limit is past it: a TimeoutError, counted", async () => {
+      const { clock, breaker } = setup({ callTimeoutMode: 'cooperative', failureThreshold: 1 });
+      const r = await settled(clock, wrap(breaker).execute(ignoresSignal(clock, 10)));
+      expect(r.ok).toBe(false);
+      expect(isTimeoutError((r as { error: unknown }).error)).toBe(true);
+      expect(r.at).toBe(10);
+      expect(breaker.state).toBe('open');
+    });
+
+    it("'cooperative': a caller's earlier deadline is the limit: a later value fails with the TimeoutError naming it", async () => {
+      const clock = new FakeClock(1_000);
+      const breaker = circuitBreaker({ clock, callTimeoutMs: 1_000, callTimeoutMode: 'cooperative' });
+      const r = await settled(clock, wrap(breaker).execute(ignoresSignal(clock, 100), { deadline: 1_040 }));
+      const error = (r as { error: Error }).error;
+      expect(isTimeoutError(error)).toBe(true);
+      expect(error.message).toBe("operation hit the caller's deadline after 40 ms (timeout 1000 ms)");
+      expect(r.at).toBe(1_100);
+    });
+
+    it("'cooperative': a caller's later deadline does not stretch the limit", async () => {
+      const clock = new FakeClock(1_000);
+      const breaker = circuitBreaker({ clock, callTimeoutMs: 1_000, callTimeoutMode: 'cooperative' });
+      const r = await settled(clock, wrap(breaker).execute(ignoresSignal(clock, 1_500), { deadline: 5_000 }));
+      const error = (r as { error: Error }).error;
+      expect(isTimeoutError(error)).toBe(true);
+      expect(error.message).toBe(new TimeoutError(1_000).message);
+      expect(r.at).toBe(2_500);
+    });
+
+    it("'aggressive': a value that arrives past the limit, before the limit's late timer fires, is a TimeoutError all the same, counted", async () => {
+      const clock = new FakeClock();
+      const breaker = circuitBreaker({ clock: lagging(clock, 5), callTimeoutMs: 10, failureThreshold: 1 });
+      const r = await settled(clock, wrap(breaker).execute(ignoresSignal(clock, 12)));
+      expect(r.ok).toBe(false);
+      expect(isTimeoutError((r as { error: unknown }).error)).toBe(true);
+      expect(r.at).toBe(12);
+      expect(breaker.state).toBe('open');
+    });
+
+    it("'aggressive': a value before the limit is a success, whatever the timer does", async () => {
+      const clock = new FakeClock();
+      const breaker = circuitBreaker({ clock: lagging(clock, 5), callTimeoutMs: 10, failureThreshold: 1 });
+      const r = await settled(clock, wrap(breaker).execute(ignoresSignal(clock, 9)));
+      expect(r).toMatchObject({ ok: true, value: 'late value', at: 9 });
+      expect(breaker.state).toBe('closed');
+    });
+  },
+);

@@ -64,11 +64,13 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
     this.o = o;
     this.clock = o.clock;
     this.window =
+      // Stryker disable next-line ConditionalExpression: a window without a rate rule is written to and never read
       o.failureRate !== undefined || o.slowRate !== undefined
         ? new OutcomeWindow(o.clock, o.windowMs)
         : undefined;
     this.limit =
       o.callTimeoutMs === undefined ? undefined : new TimeLimit(o.clock, o.callTimeoutMode === 'aggressive');
+    // Stryker disable next-line ConditionalExpression: timing an untimed call judges and feeds it as settle would (slowCallMs is Infinity): only the fast path is lost
     this.timed = this.limit !== undefined || o.slowRate !== undefined;
     if (options?.onStateChange !== undefined) this.onStateChange(options.onStateChange);
     this.configure(options ?? {}, o.clock);
@@ -126,6 +128,7 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
   }
 
   /** The fast path serves calls that need no timing: no call timeout, no slow-call rule. */
+  // Stryker disable next-line BlockStatement: (never direct) run judges and feeds an untimed call as settle does: only the fast path is lost
   protected override direct(_context: Context): boolean {
     return !this.timed;
   }
@@ -167,24 +170,23 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
     note: CallNote | undefined,
   ): Promise<Outcome<T>> {
     if (!this.timed) return next(context);
-    const timedSlow = this.o.slowRate !== undefined;
     const limit = this.limit;
-    // A cooperative call timeout returns a late value; the breaker fails it, so it needs the times.
-    const cooperative = limit !== undefined && this.o.callTimeoutMode === 'cooperative';
-    const startedAt = timedSlow || cooperative ? this.clock.now() : 0;
-    const ms = limit === undefined ? 0 : this.callTimeoutMs!;
+    const ms = this.callTimeoutMs ?? 0; // 0: unused without a call timeout
+    const startedAt = this.clock.now();
     const running = limit === undefined ? next(context) : limit.run(next, context, ms);
     return running.then((result) => {
       let outcome = result;
-      const endedAt = timedSlow || cooperative ? this.clock.now() : 0;
-      if (cooperative && outcome.ok) {
+      const endedAt = this.clock.now();
+      // Past its call timeout a call fails whatever it returned: a cooperative limit hands a late
+      // value back, and so can an aggressive one whose timer runs late (a busy event loop).
+      if (limit !== undefined && outcome.ok) {
         const inherited = context.deadline;
         const own = startedAt + ms;
-        const deadline = inherited !== undefined && inherited < own ? inherited : own;
-        // Past its call timeout: a timeout failure whatever the operation returned.
+        const deadline = inherited === undefined ? own : Math.min(inherited, own);
         if (endedAt >= deadline) outcome = failure(timeoutError(ms, deadline - startedAt));
       }
-      const slow = timedSlow && endedAt - startedAt >= this.o.slowCallMs;
+      // Without a slow-call rule slowCallMs is Infinity: no call is slow.
+      const slow = endedAt - startedAt >= this.o.slowCallMs;
       const verdict = outcome.ok ? Verdict.Success : this.judge(outcome.error, context);
       this.feed(ticket, verdict, slow);
       if (note !== undefined && verdict === Verdict.Failure) note.handled = true;
@@ -252,12 +254,12 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
     else this.consecutiveFailures = 0;
     const window = this.window;
     if (window !== undefined) window.record(failed, slow);
-    if (this.current !== 'closed') return;
+    // The ticket is of this generation and no probe: the circuit is still closed. Either rate rule
+    // has its window, and only a slow-call rule makes a call slow.
     if (
       this.consecutiveFailures >= this.o.failureThreshold ||
-      (window !== undefined &&
-        ((failed && this.o.failureRate !== undefined && window.failureRateReached(this.o.failureRate)) ||
-          (slow && this.o.slowRate !== undefined && window.slowRateReached(this.o.slowRate))))
+      (failed && this.o.failureRate !== undefined && window!.failureRateReached(this.o.failureRate)) ||
+      (slow && window!.slowRateReached(this.o.slowRate!))
     ) {
       this.open();
     }
@@ -280,9 +282,11 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
   private transition(to: CircuitState): void {
     const from = this.current;
     this.current = to;
+    // Stryker disable next-line UpdateOperator: counting down gives every state its own generation as well (`>> 1` floors negative tickets alike)
     this.generation++;
     this.probesInFlight = 0;
     this.probeSuccesses = 0;
+    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the event
     if (this.stateChanged.active) this.stateChanged.emit({ from, to });
   }
 }

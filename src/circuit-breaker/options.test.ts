@@ -36,4 +36,22 @@ describe('circuitBreaker bad input', () => {
     expect(() => circuitBreaker(options as never)).toThrow(TypeError);
     expect(() => circuitBreaker(options as never)).toThrow(message);
   });
+
+  it.each([
+    [{ resetTimeoutMs: 100, maxResetTimeoutMs: 100 }],
+    [{ callTimeoutMs: 100, maxCallTimeoutMs: 100 }],
+  ])('accepts a ceiling equal to its base: %o', (options) => {
+    expect(() => circuitBreaker(options)).not.toThrow();
+  });
+
+  it.each([Number.NaN, Infinity, '5', undefined])(
+    'rejects an open initialState whose openUntil is %o',
+    (openUntil) => {
+      const initialState = { state: 'open', consecutiveFailures: 1, reopenCount: 0, openUntil };
+      expect(() => circuitBreaker({ initialState: initialState as never })).toThrow(TypeError);
+      expect(() => circuitBreaker({ initialState: initialState as never })).toThrow(
+        /expected "initialState.openUntil" to be a finite number for an open circuit, got /,
+      );
+    },
+  );
 });

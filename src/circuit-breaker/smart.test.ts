@@ -172,3 +172,34 @@ describe('inferredResilient / smartResilience', () => {
     expect(() => inferredResilient(7 as never)).toThrow(/"inferredResilient options"/);
   });
 });
+
+describe('smartResilience defaults and validation', () => {
+  it('backs off exponentially from about 100 ms and never waits more than 2 s between attempts', async () => {
+    const clock = new FakeClock();
+    const policy = smartResilience({ clock, maxAttempts: 8, callTimeoutMs: 60_000 });
+    const starts: number[] = [];
+    const r = await settle(
+      clock,
+      policy.execute(() => {
+        starts.push(clock.now());
+        throw unavailable();
+      }),
+    );
+    expect(isRetriesExhaustedError((r as { error: unknown }).error)).toBe(true);
+    const gaps = starts.slice(1).map((at, i) => at - starts[i]!);
+    expect(gaps).toHaveLength(7);
+    expect(gaps[0]).toBeGreaterThanOrEqual(70);
+    expect(gaps[0]).toBeLessThanOrEqual(130);
+    for (const gap of gaps) expect(gap).toBeLessThanOrEqual(2_000);
+    for (const gap of gaps.slice(5)) expect(gap).toBeGreaterThanOrEqual(1_400); // 2 s cap, less 30 % jitter
+  });
+
+  it('rejects bad options with a TypeError naming them', () => {
+    expect(() => smartResilience(7 as never)).toThrow(
+      /expected "smartResilience options" to be an options object, got 7/,
+    );
+    expect(() => smartResilience({ budget: {} as never })).toThrow(
+      /expected "budget" to be a RetryBudget from retryBudget\(\), got /,
+    );
+  });
+});

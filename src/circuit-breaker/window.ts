@@ -46,8 +46,7 @@ export class OutcomeWindow {
 
   private reached(counter: number, rule: RateRule): boolean {
     const calls = this.counts.total(CALLS);
-    return (
-      calls >= rule.minimumThroughput && calls > 0 && this.counts.total(counter) / calls >= rule.threshold
-    );
+    // minimumThroughput is at least 1 (and 0 / 0 would be NaN, which reaches no threshold).
+    return calls >= rule.minimumThroughput && this.counts.total(counter) / calls >= rule.threshold;
   }
 }

@@ -64,10 +64,10 @@ export class HedgeCall<T> {
   private lastError: unknown = undefined;
   private timer: TimerHandle | undefined = undefined;
   private fire: (() => void) | undefined = undefined;
+  // Stryker disable next-line StringLiteral: schedule sets it before any timer can fire
   private pendingTrigger: HedgeTrigger = 'delay';
   private pendingDelayMs = 0;
   private pendingError: unknown = undefined;
-  private listening = false;
   private resolve: (outcome: Outcome<T>) => void = noop;
 
   constructor(
@@ -78,21 +78,18 @@ export class HedgeCall<T> {
 
   /** Starts the first try (and, with `delayMs: 0`, every other) and resolves with the call's outcome. */
   run(): Promise<Outcome<T>> {
-    const context = this.context;
-    if (contextAborted(context)) return Promise.resolve(failure(contextAbortReason(context)));
+    // The caller's context has not aborted: the policy checked before creating the call.
     const promise = new Promise<Outcome<T>>((resolve) => {
       this.resolve = resolve;
     });
     // An EventListener object: no closure per call; calls sharing a signal share its one listener,
     // and an enclosing timeout is watched without creating its signal.
-    watchContext(context, this);
-    this.listening = true;
+    watchContext(this.context, this);
     this.launch(1);
     const { attempts, delayMs } = this.settings;
     if (delayMs === 0) {
-      for (let n = 2; n <= attempts; n++) {
-        if (!this.startHedge('delay', 0, undefined)) break;
-      }
+      // Each refuses once the call is over or stopped (a try that failed at once may have started one).
+      for (let n = 2; n <= attempts; n++) this.startHedge('delay', 0, undefined);
     } else {
       this.schedule(delayMs, 'delay', undefined);
     }
@@ -101,6 +98,7 @@ export class HedgeCall<T> {
 
   /** The caller's signal aborted: every try stops and the call rejects with the reason at once. */
   handleEvent(): void {
+    // Stryker disable next-line ConditionalExpression: finish unsubscribed it; a second finish of a failure would change nothing anyway (the promise is settled, no timer or try is left)
     if (this.done) return;
     this.finish(failure(contextAbortReason(this.context)), 0);
   }
@@ -127,31 +125,31 @@ export class HedgeCall<T> {
 
   /**
    * Starts the next try if the rules allow: tries left, not stopped, not past the deadline, and
-   * the budget (if any) grants it. Returns whether it started.
+   * the budget (if any) grants it.
    */
-  private startHedge(trigger: HedgeTrigger, delayMs: number, error: unknown): boolean {
-    const { attempts, budget, hedged } = this.settings;
-    if (this.done || this.stopped || this.started >= attempts) return false;
-    const deadline = this.context.deadline;
-    if (deadline !== undefined && this.settings.clock.now() >= deadline) {
+  private startHedge(trigger: HedgeTrigger, delayMs: number, error: unknown): void {
+    const { attempts, budget, hedged, clock } = this.settings;
+    if (this.done || this.stopped || this.started >= attempts) return;
+    if (clock.now() >= (this.context.deadline ?? Infinity)) {
+      // Stryker disable next-line BooleanLiteral: every later start meets this same check again (the clock only moves on)
       this.stopped = true;
-      return false;
+      return;
     }
     if (budget !== undefined && !budget.tryWithdraw()) {
       this.stopped = true;
-      return false;
+      return;
     }
     const attempt = this.started + 1;
+    // Stryker disable next-line ConditionalExpression: with no listener, emitting does nothing and nothing can abort the caller; the check only saves building the event
     if (hedged.active) {
       hedged.emit(
         trigger === 'failure' ? { attempt, trigger, delayMs, error } : { attempt, trigger, delayMs },
       );
-      if (this.done) return false; // a listener aborted the caller
+      if (this.done) return; // a listener aborted the caller
     }
     this.launch(attempt);
     const stagger = this.settings.delayMs;
-    if (stagger > 0 && !this.done) this.schedule(stagger, 'delay', undefined);
-    return true;
+    if (stagger > 0) this.schedule(stagger, 'delay', undefined);
   }
 
   /** Arms the timer for the next try, unless no try may start or it would start at or after the deadline. */
@@ -159,8 +157,7 @@ export class HedgeCall<T> {
     this.cancelTimer();
     if (this.done || this.stopped || this.started >= this.settings.attempts) return;
     const clock = this.settings.clock;
-    const deadline = this.context.deadline;
-    if (deadline !== undefined && clock.now() + ms >= deadline) return;
+    if (clock.now() + ms >= (this.context.deadline ?? Infinity)) return;
     this.pendingTrigger = trigger;
     this.pendingDelayMs = ms;
     this.pendingError = error;
@@ -172,15 +169,14 @@ export class HedgeCall<T> {
     this.timer = undefined;
     const error = this.pendingError;
     this.pendingError = undefined;
-    if (this.done) return;
+    // Not done: finishing clears the timer.
     this.startHedge(this.pendingTrigger, this.pendingDelayMs, error);
     this.finishIfIdle();
   }
 
   private settled(tryContext: TryContext, outcome: Outcome<T>): void {
-    const index = this.inFlight.indexOf(tryContext);
-    if (index !== -1) this.inFlight.splice(index, 1);
-    if (this.done) return;
+    if (this.done) return; // finishing aborted and forgot every try still in flight
+    this.inFlight.splice(this.inFlight.indexOf(tryContext), 1);
     if (outcome.ok) {
       this.finish(outcome, tryContext.attempt);
       return;
@@ -199,14 +195,13 @@ export class HedgeCall<T> {
       return;
     }
     // A failed try will not get faster by waiting: start the next one now, or after the pause the
-    // failure asked for (server pushback), as gRPC hedging does with non-fatal status codes.
-    if (!this.stopped && this.started < this.settings.attempts) {
-      const wait = retryAfterOf(error, this.settings.clock.now()) ?? 0;
-      if (wait > 0) this.schedule(wait, 'failure', error);
-      else {
-        this.cancelTimer();
-        this.startHedge('failure', 0, error);
-      }
+    // failure asked for (server pushback), as gRPC hedging does with non-fatal status codes. Both
+    // refuse when the call is stopped or has no try left (and no timer is armed then).
+    const wait = retryAfterOf(error, this.settings.clock.now()) ?? 0;
+    if (wait > 0) this.schedule(wait, 'failure', error);
+    else {
+      this.cancelTimer();
+      this.startHedge('failure', 0, error);
     }
     this.finishIfIdle();
   }
@@ -226,11 +221,9 @@ export class HedgeCall<T> {
   private finish(outcome: Outcome<T>, settledBy: number): void {
     this.done = true;
     this.cancelTimer();
-    if (this.listening) {
-      this.listening = false;
-      unwatchContext(this.context, this);
-    }
+    unwatchContext(this.context, this);
     const losers = this.inFlight;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: (true) with no loser the reason is built for nobody
     if (losers.length > 0) {
       const context = this.context;
       const reason = contextAborted(context)

@@ -54,6 +54,7 @@ class Hedge extends GatedPolicy {
   }
 
   /** Every call runs the hedging machinery: never the bare fast path. */
+  // Stryker disable next-line BlockStatement: (returns undefined) falsy, as false is
   protected override direct(_context: Context): boolean {
     return false;
   }
@@ -81,6 +82,7 @@ class Hedge extends GatedPolicy {
 
   /** `attempts: 1`: a plain call, numbered 1, with no signal or timer of its own. */
   private once<T>(next: Step<T>, context: Context): Promise<Outcome<T>> {
+    // Stryker disable next-line ConditionalExpression: (always wrapped) an attempt-1 context renumbered 1 reads the same signal, deadline and attempt
     const ctx = context.attempt === 1 ? context : new AttemptContext(context, 1);
     const { variants, budget } = this.settings;
     const step = variants === undefined ? next(ctx) : (invoke(variants[0]!, ctx) as Promise<Outcome<T>>);

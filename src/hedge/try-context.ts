@@ -34,9 +34,4 @@ export class TryContext extends AbortScope implements Context {
   abort(reason: unknown): void {
     this.abortScope(reason);
   }
-
-  /** True once {@link abort} was called. */
-  get wasAborted(): boolean {
-    return this.aborted;
-  }
 }
