@@ -22,8 +22,10 @@ export interface Algorithm<S> {
  * the token bucket and GCRA compute in): a take short of its quota by at most a billionth of a unit
  * is allowed, so rounding never refuses a client that is exactly on time. Relative to one unit, it
  * stays far below a unit at any rate (a fixed slack in time would be whole units at a billion per
- * second); with whole-millisecond times and an integer `periodMs` every quantity is an exact integer
- * and the slack never decides anything.
+ * second); with whole-millisecond times and an integer `periodMs` every quantity is an exact integer,
+ * so below a `periodMs` of 1e9 (where the slack reaches 1 token·ms) it never decides anything. A
+ * shortfall allowed within the slack is carried by both the token bucket and GCRA, never forgiven,
+ * so it is allowed once, not at every take.
  */
 export function slackOf(periodMs: number): number {
   return periodMs * 1e-9;

@@ -113,6 +113,57 @@ describe('memoryRateLimitStore', () => {
   });
 
   it.each([
+    ['algorithm', { algorithm: 'token-bucket' }],
+    ['limit', { limit: 2, burst: 1 }],
+    ['periodMs', { periodMs: 2_000 }],
+    ['burst', { burst: 2 }],
+  ] as const)('refuses a second rule under one name that differs only in %s', (_, change) => {
+    const store = memoryRateLimitStore({ clock: new FakeClock() });
+    store.takeSync('k', 1, ruleOf({ name: 'a', limit: 1, periodMs: 1_000 }));
+    const clash = ruleOf({ name: 'a', limit: 1, periodMs: 1_000, ...change });
+    expect(() => store.takeSync('k', 1, clash)).toThrow(
+      'two limiters named "a" with different rules share one store: give each a distinct "name"',
+    );
+  });
+
+  it('refuses a second sliding-window rule under one name that differs only in buckets', () => {
+    const store = memoryRateLimitStore({ clock: new FakeClock() });
+    const window = { name: 'w', algorithm: 'sliding-window', limit: 1, periodMs: 1_000 } as const;
+    store.takeSync('k', 1, ruleOf({ ...window, buckets: 4 }));
+    expect(() => store.takeSync('k', 1, ruleOf({ ...window, buckets: 5 }))).toThrow(/two limiters named "w"/);
+    expect(store.takeSync('k', 1, ruleOf({ ...window, buckets: 4 })).allowed).toBe(false);
+  });
+
+  it('a reset of a limiter name or a key it never saw resolves and changes nothing', async () => {
+    const store = memoryRateLimitStore({ clock: new FakeClock() });
+    await expect(store.reset('k', rule)).resolves.toBeUndefined();
+    store.takeSync('k', 2, rule);
+    await store.reset('other', rule);
+    expect(store.takeSync('k', 1, rule).allowed).toBe(false);
+    expect(store.size).toBe(1);
+  });
+
+  it('keeps 10 000 keys per limiter name by default, then evicts the least recently used', () => {
+    const store = memoryRateLimitStore({ clock: new FakeClock() });
+    for (let i = 0; i < 10_000; i++) store.takeSync(`k${i}`, 2, rule);
+    expect(store.size).toBe(10_000);
+    expect(store.takeSync('k0', 1, rule).allowed).toBe(false); // k0 is the most recent now
+    store.takeSync('new', 1, rule); // evicts k1
+    expect(store.size).toBe(10_000);
+    expect(store.takeSync('k1', 1, rule)).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
+  it('decides on the system clock when given none', async () => {
+    const store = memoryRateLimitStore();
+    const perMinute = ruleOf({ limit: 1, periodMs: 60_000 });
+    expect(store.takeSync('k', 1, perMinute).allowed).toBe(true);
+    const refused = store.takeSync('k', 1, perMinute);
+    expect(refused.allowed).toBe(false);
+    expect(refused.retryAfterMs).toBeGreaterThan(0);
+    expect(refused.retryAfterMs).toBeLessThanOrEqual(60_000);
+  });
+
+  it.each([
     [{ maxKeys: 0 }, /"maxKeys".*0/],
     [{ maxKeys: 1.5 }, /"maxKeys".*1.5/],
     [{ maxKeys: Number.NaN }, /"maxKeys".*NaN/],

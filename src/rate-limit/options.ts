@@ -79,11 +79,21 @@ export interface RateLimitWaitOptions {
 }
 
 /** The keys `wait()` accepts. */
-export const waitOptionKeys = optionKeys<RateLimitWaitOptions>({ cost: true, signal: true, maxWaitMs: true });
+export const waitOptionKeys = optionKeys<RateLimitWaitOptions>({
+  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
+  cost: true,
+  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
+  signal: true,
+  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
+  maxWaitMs: true,
+});
 /** The keys `policy()` accepts. */
 export const rateLimitPolicyOptionKeys = optionKeys<RateLimitPolicyOptions>({
+  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
   cost: true,
+  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
   wait: true,
+  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
   maxWaitMs: true,
   ...policyOptionKeys,
 });

@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { isTimeoutError } from '../core/errors.js';
+import { isStoreUnavailableError, isTimeoutError } from '../core/errors.js';
 import { pipeline } from '../core/pipeline.js';
 import { retry } from '../retry/retry.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { timeout } from '../timeout/timeout.js';
 import { isRateLimitedError, type RateLimitedError } from './errors.js';
 import { rateLimiter } from './rate-limiter.js';
+import type { RateLimitStore } from './store.js';
 
 describe('limiter.policy', () => {
   it('runs the operation when allowed and fails with RateLimitedError without running it when refused', async () => {
@@ -96,6 +97,46 @@ describe('limiter.policy', () => {
     expect(runs).toBe(0);
     await clock.advance(1);
     expect(await call).toBe(1);
+  });
+
+  it('a refusal carries the decision: limit, remaining, and a message with retryAfterMs but not the key', async () => {
+    const limiter = rateLimiter({ limit: 4, periodMs: 1_000, burst: 6, clock: new FakeClock() });
+    limiter.takeSync('user:7', 5);
+    const error = (await limiter
+      .policy('user:7', { cost: 3 })
+      .execute(() => 'ran')
+      .catch((e: unknown) => e)) as RateLimitedError;
+    expect(error).toMatchObject({ key: 'user:7', limit: 6, remaining: 1, retryAfterMs: 500 });
+    expect(error.message).toBe('rate limit exceeded; retry in 500 ms');
+  });
+
+  it('with wait: true, maxWaitMs still bounds the wait when the call deadline is later', async () => {
+    const clock = new FakeClock();
+    const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
+    limiter.takeSync('api');
+    const policy = limiter.policy('api', { wait: true, maxWaitMs: 100 });
+    const error = await policy
+      .execute(() => 'ran', { deadline: clock.now() + 10_000 })
+      .catch((e: unknown) => e);
+    expect(isRateLimitedError(error)).toBe(true);
+    expect(clock.now()).toBe(0);
+  });
+
+  it('with wait: true, a store failure fails the call with the StoreUnavailableError, not a refusal', async () => {
+    const store: RateLimitStore = {
+      take: () => Promise.reject(new Error('down')),
+      peek: () => Promise.reject(new Error('down')),
+      reset: () => Promise.resolve(),
+    };
+    const limiter = rateLimiter({ limit: 1, periodMs: 1_000, store, clock: new FakeClock() });
+    let runs = 0;
+    const error = await limiter
+      .policy('api', { wait: true })
+      .execute(() => ++runs)
+      .catch((e: unknown) => e);
+    expect(isStoreUnavailableError(error)).toBe(true);
+    expect(isRateLimitedError(error)).toBe(false);
+    expect(runs).toBe(0);
   });
 
   it('rejects bad policy options with a TypeError', () => {

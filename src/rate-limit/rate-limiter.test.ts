@@ -38,6 +38,7 @@ class AsyncStore implements RateLimitStore {
 
 describe('rateLimiter options', () => {
   const base = { limit: 10, periodMs: 1_000 };
+  const noop = () => undefined;
   it.each([
     [{ periodMs: 1_000 }, /"limit".*undefined/],
     [{ ...base, limit: 0 }, /"limit" to be a positive integer, got 0/],
@@ -76,6 +77,13 @@ describe('rateLimiter options', () => {
     [{ ...base, clock: { now: () => 0 } }, /"clock"/],
     [{ ...base, store: {} }, /"store" to be a RateLimitStore/],
     [{ ...base, store: null }, /"store"/],
+    [{ ...base, store: { peek: noop, reset: noop } }, /"store" to be a RateLimitStore \(take, peek, reset\)/],
+    [{ ...base, store: { take: noop, reset: noop } }, /"store" to be a RateLimitStore \(take, peek, reset\)/],
+    [{ ...base, store: { take: noop, peek: noop } }, /"store" to be a RateLimitStore \(take, peek, reset\)/],
+    [
+      { ...base, store: Object.assign(() => undefined, { take: noop, peek: noop, reset: noop }) },
+      /"store" to be a RateLimitStore \(take, peek, reset\), got /,
+    ],
     [{ limit: 1, periodMs: 1e15, burst: 100 }, /"burst" × "periodMs" to be at most 2\^53/],
   ])('rejects %o with a TypeError naming the option', (options, message) => {
     expect(() => rateLimiter(options as never)).toThrow(TypeError);

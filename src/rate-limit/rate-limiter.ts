@@ -85,6 +85,7 @@ export class RateLimiter {
     // One try for the checks and the decider (which may throw): callers only ever see a rejection.
     try {
       storeKey('key', key);
+      // Stryker disable next-line ConditionalExpression: (true) checkCost(1) always passes (burst ≥ 1); the guard only skips the check for the common cost
       if (cost !== 1) this.checkCost(cost);
       return this.decider.take(key, cost);
     } catch (error) {
@@ -110,6 +111,7 @@ export class RateLimiter {
       );
     }
     storeKey('key', key);
+    // Stryker disable next-line ConditionalExpression: (true) checkCost(1) always passes (burst ≥ 1); the guard only skips the check for the common cost
     if (cost !== 1) this.checkCost(cost);
     return memory.takeSync(key, cost);
   }
@@ -143,6 +145,7 @@ export class RateLimiter {
       storeKey('key', key);
       const o = optionsObject('wait options', options, waitOptionKeys);
       cost = o.cost ?? 1;
+      // Stryker disable next-line ConditionalExpression: (true) checkCost(1) always passes (burst ≥ 1); the guard only skips the check for the common cost
       if (cost !== 1) this.checkCost(cost);
       maxWaitMs =
         o.maxWaitMs === undefined ? this.defaultMaxWaitMs : nonNegative('maxWaitMs', o.maxWaitMs, true);
@@ -177,6 +180,7 @@ export class RateLimiter {
     storeKey('key', key);
     const o = optionsObject('policy options', options, rateLimitPolicyOptionKeys);
     const cost = o.cost ?? 1;
+    // Stryker disable next-line ConditionalExpression: (true) checkCost(1) always passes (burst ≥ 1); the guard only skips the check for the common cost
     if (cost !== 1) this.checkCost(cost);
     const maxWaitMs = o.maxWaitMs === undefined ? undefined : nonNegative('maxWaitMs', o.maxWaitMs, true);
     if (o.wait !== undefined && typeof o.wait !== 'boolean') {
@@ -205,7 +209,8 @@ export class RateLimiter {
   }
 
   private checkCost(cost: number): void {
-    if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 1) {
+    // Stryker disable next-line EqualityOperator: (cost <= 1) no caller passes cost 1 here (each skips the check for it), so 1 is never refused
+    if (!Number.isInteger(cost) || cost < 1) {
       throw new TypeError(`expected "cost" to be a positive integer, got ${show(cost)}`);
     }
     if (cost > this.rule.burst) {

@@ -54,6 +54,7 @@ export class RemoteDecider implements Decider {
     this.rejected = options.rejected;
     this.storeErrors = options.storeErrors;
     this.blocked = new BlockedKeys(maxKeys, clock);
+    // Stryker disable next-line ConditionalExpression: (true) in the other modes the fallback would be kept warm but never consulted: no decision changes
     this.local = this.mode === 'local' ? new MemoryRateLimitStore({ maxKeys, clock }) : undefined;
   }
 
@@ -67,12 +68,12 @@ export class RemoteDecider implements Decider {
     try {
       pending = this.store.take(key, cost, this.rule);
     } catch (error) {
-      return Promise.resolve().then(() => this.storeFailed(key, cost, error, false));
+      return Promise.resolve().then(() => this.storeFailed(key, cost, error));
     }
     if (!isThenable<RateLimitResult>(pending)) return Promise.resolve(this.decided(key, cost, pending));
     return pending.then(
       (result) => this.decided(key, cost, result),
-      (error: unknown) => this.storeFailed(key, cost, error, false),
+      (error: unknown) => this.storeFailed(key, cost, error),
     );
   }
 
@@ -81,11 +82,9 @@ export class RemoteDecider implements Decider {
     try {
       pending = this.store.peek(key, this.rule);
     } catch (error) {
-      return Promise.resolve().then(() => this.storeFailed(key, 0, error, true));
+      return Promise.resolve().then(() => this.storeFailed(key, 0, error));
     }
-    return Promise.resolve(pending).then(undefined, (error: unknown) =>
-      this.storeFailed(key, 0, error, true),
-    );
+    return Promise.resolve(pending).then(undefined, (error: unknown) => this.storeFailed(key, 0, error));
   }
 
   /** Forgets `key` in the store and in local memory; a store failure rejects whatever the mode. */
@@ -107,6 +106,7 @@ export class RemoteDecider implements Decider {
   private decided(key: string, cost: number, result: RateLimitResult): RateLimitResult {
     if (!result.allowed) {
       this.blocked.remember(key, cost, result);
+      // Stryker disable next-line ConditionalExpression: (true) emitting to no listener does nothing; the guard only saves building the event
       if (this.rejected.active) emitRejected(this.rejected, key, cost, result);
     } else if (this.local !== undefined && cost <= this.localRule.burst) {
       this.local.takeSync(key, cost, this.localRule);
@@ -114,9 +114,10 @@ export class RemoteDecider implements Decider {
     return result;
   }
 
-  /** The store failed: report it, then apply the mode. */
-  private storeFailed(key: string, cost: number, cause: unknown, peek: boolean): RateLimitResult {
+  /** The store failed (on a take of `cost`, or a peek: cost 0): report it, then apply the mode. */
+  private storeFailed(key: string, cost: number, cause: unknown): RateLimitResult {
     const error = asStoreError(cause);
+    // Stryker disable next-line ConditionalExpression: (true) emitting to no listener does nothing; the guard only saves building the event
     if (this.storeErrors.active) this.storeErrors.emit({ key, error, mode: this.mode });
     const burst = this.rule.burst;
     switch (this.mode) {
@@ -135,8 +136,8 @@ export class RemoteDecider implements Decider {
         const local = this.local!;
         const rule = this.localRule;
         let result: RateLimitResult;
-        if (peek) result = local.takeSync(key, 0, rule);
-        else if (cost <= rule.burst) result = local.takeSync(key, cost, rule);
+        // A peek (cost 0) takes nothing from the local store either.
+        if (cost <= rule.burst) result = local.takeSync(key, cost, rule);
         else {
           // More than the local share can ever admit at once: refused until the store is back.
           const state = local.takeSync(key, 0, rule);

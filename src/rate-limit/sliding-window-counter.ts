@@ -35,7 +35,11 @@ export const slidingWindowCounter: Algorithm<SlidingWindowState> = {
     };
   },
 
-  take(state: SlidingWindowState, now: number, cost: number, rule: RateLimitRule): RateLimitResult {
+  take(stored: SlidingWindowState, now: number, cost: number, rule: RateLimitRule): RateLimitResult {
+    // A peek slides a copy: sliding the stored state would change a later decision of a clock that
+    // steps back (a take after it counts what the peek dropped), and a peek changes nothing.
+    const state =
+      cost > 0 ? stored : { counts: stored.counts.slice(), newest: stored.newest, total: stored.total };
     const { limit, periodMs, buckets } = rule;
     const width = periodMs / buckets;
     const slots = buckets + 1;

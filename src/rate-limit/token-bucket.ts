@@ -8,7 +8,10 @@ import type { RateLimitResult, RateLimitRule } from './store.js';
  * rate (a billion units per second included).
  */
 export interface TokenBucketState {
-  /** Tokens × periodMs, from 0 to burst × periodMs. */
+  /**
+   * Tokens × periodMs, up to burst × periodMs; below 0 by at most the slack after a take allowed
+   * within it (the shortfall is carried, as GCRA carries it in its TAT).
+   */
   level: number;
   /** When the level was last brought up to date (store clock, ms). */
   last: number;
@@ -39,25 +42,26 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
     // alike, and a refusal always says at least 1 ms.
     const short = cost * periodMs - level;
     if (short <= slack) {
-      level = short > 0 ? 0 : -short;
+      // A shortfall within the slack is carried, not forgiven: forgiving it at every take would let
+      // a client a billionth of a unit early each time drift past the rate, and decide unlike GCRA.
+      level = -short;
       if (cost > 0) {
         state.level = level;
         state.last = last;
       }
-      return decision(
-        true,
-        Math.floor(level / periodMs + 1e-9),
-        0,
-        ceilMs((capacity - level - slack) / limit),
-        burst,
-      );
+      return decision(true, unitsOf(level, periodMs), 0, ceilMs((capacity - level - slack) / limit), burst);
     }
     return decision(
       false,
-      Math.floor(level / periodMs + 1e-9),
+      unitsOf(level, periodMs),
       ceilMs((short - slack) / limit),
       ceilMs((capacity - level - slack) / limit),
       burst,
     );
   },
 };
+
+/** Whole units in `level` token·ms (the 1e-9 absorbs rounding; a carried shortfall is 0 units). */
+function unitsOf(level: number, periodMs: number): number {
+  return Math.max(Math.floor(level / periodMs + 1e-9), 0);
+}

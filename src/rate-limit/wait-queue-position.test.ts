@@ -111,6 +111,20 @@ describe('limiter.wait: estimates from the queue position', () => {
     expect(second.value).toMatchObject({ allowed: true });
   });
 
+  it("the sliding window serves up to limit units in one window: waiters within them share the head's turn", async () => {
+    const clock = new FakeClock();
+    const limiter = rateLimiter({ algorithm: 'sliding-window', limit: 3, periodMs: 1_000, clock });
+    limiter.takeSync('k', 3); // the three units come back together, at 1 100 ms
+    const head = track(limiter.wait('k', { maxWaitMs: 10_000 }));
+    // Two more units fit the same window as the head's: their turn is 1 100 ms too, not later.
+    const second = track(limiter.wait('k', { cost: 2, maxWaitMs: 1_100 }));
+    await clock.advance(0);
+    expect(second.settled).toBe(false);
+    await clock.advance(1_100);
+    expect(head.value).toMatchObject({ allowed: true });
+    expect(second.value).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
   it('a waiter that leaves at its deadline carries a real estimate, never retryAfterMs 0', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
@@ -127,7 +141,10 @@ describe('limiter.wait: estimates from the queue position', () => {
     // Its turn is now after the head's, at 3 000 ms.
     expect(error.retryAfterMs).toBe(1_001);
     expect(error.remaining).toBe(0);
-    expect(error.message).toMatch(/no quota came back within the wait limit/);
+    expect(error.message).toBe(
+      "rate limit exceeded: no quota came back within the wait limit; this waiter's turn comes in 1001 ms",
+    );
+    expect(error.limit).toBe(1);
     await clock.advance(1);
     expect(head.value).toMatchObject({ allowed: true });
     expect(clock.pendingTimers).toBe(0);
@@ -175,6 +192,35 @@ describe('limiter.wait: estimates from the queue position', () => {
     expect(isRateLimitedError(error)).toBe(true);
     expect(error.retryAfterMs).toBe(1_000);
     await clock.advance(1_100);
+    expect(head.value).toMatchObject({ allowed: true });
+  });
+});
+
+describe('limiter.wait: the error of a waiter that gives up', () => {
+  it('refused by the store past its limit: says when quota for its cost comes back, with the store numbers', async () => {
+    const clock = new FakeClock();
+    const limiter = rateLimiter({ limit: 2, periodMs: 1_000, burst: 3, clock });
+    limiter.takeSync('k', 2); // one unit left; two more need one unit back, 500 ms away
+    const error = (await limiter
+      .wait('k', { cost: 2, maxWaitMs: 100 })
+      .catch((e: unknown) => e)) as RateLimitedError;
+    expect(error.message).toBe(
+      'rate limit exceeded: quota for this cost comes back in 500 ms, after the wait limit',
+    );
+    expect(error).toMatchObject({ key: 'k', retryAfterMs: 500, limit: 3, remaining: 1 });
+  });
+
+  it('refused for its place in the queue: says when its turn comes', async () => {
+    const clock = new FakeClock();
+    const limiter = rateLimiter({ limit: 1, periodMs: 1_000, burst: 2, clock });
+    limiter.takeSync('k', 2);
+    const head = track(limiter.wait('k'));
+    const error = (await limiter.wait('k', { maxWaitMs: 0 }).catch((e: unknown) => e)) as RateLimitedError;
+    expect(error.message).toBe(
+      "rate limit exceeded: this waiter's turn comes in 2000 ms, after the wait limit",
+    );
+    expect(error).toMatchObject({ key: 'k', retryAfterMs: 2_000, limit: 2, remaining: 0 });
+    await clock.advance(1_000);
     expect(head.value).toMatchObject({ allowed: true });
   });
 });

@@ -107,6 +107,26 @@ describe('limiter.wait', () => {
     expect(windowWait.value).toMatchObject({ allowed: true });
   });
 
+  it('the default maxWaitMs is burst × periodMs / limit: a turn later than that is refused at once', async () => {
+    const clock = new FakeClock();
+    const limiter = rateLimiter({ limit: 2, periodMs: 1_000, burst: 4, clock });
+    limiter.takeSync('k', 4);
+    const head = track(limiter.wait('k', { cost: 4 })); // 2 000 ms: the default allows it
+    // One more unit after those four: 2 500 ms, past the default of 2 000 ms.
+    const error = (await limiter.wait('k').catch((e: unknown) => e)) as RateLimitedError;
+    expect(isRateLimitedError(error)).toBe(true);
+    expect(error.retryAfterMs).toBe(2_500);
+    await clock.advance(2_000);
+    expect(head.value).toMatchObject({ allowed: true });
+
+    const single = rateLimiter({ name: 'single', limit: 1, periodMs: 1_000, clock });
+    single.takeSync('k');
+    const first = track(single.wait('k')); // one refill: 1 000 ms
+    await expect(single.wait('k')).rejects.toMatchObject({ retryAfterMs: 2_000 }); // two refills
+    await clock.advance(1_000);
+    expect(first.value).toMatchObject({ allowed: true });
+  });
+
   it('an abort ends the wait at once with the reason, leaving no timer; later waiters move up', async () => {
     const clock = new FakeClock();
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
@@ -154,11 +174,38 @@ describe('limiter.wait', () => {
     await expect(limiter.wait('k')).rejects.toSatisfy(isStoreUnavailableError);
   });
 
+  it('maxWaitMs: Infinity waits as long as the quota takes, behind the head too', async () => {
+    const clock = new FakeClock();
+    const limiter = rateLimiter({ limit: 1, periodMs: 3_600_000, clock });
+    limiter.takeSync('k');
+    const head = track(limiter.wait('k', { maxWaitMs: Infinity }));
+    const behind = track(limiter.wait('k', { maxWaitMs: Infinity }));
+    await clock.advance(3_600_000);
+    expect(head.value).toMatchObject({ allowed: true });
+    expect(behind.settled).toBe(false);
+    await clock.advance(3_600_000);
+    expect(behind.value).toMatchObject({ allowed: true });
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('a policy with wait: true and maxWaitMs: Infinity waits as long as the quota takes', async () => {
+    const clock = new FakeClock();
+    const limiter = rateLimiter({ limit: 1, periodMs: 3_600_000, clock });
+    limiter.takeSync('k');
+    const call = track(limiter.policy('k', { wait: true, maxWaitMs: Infinity }).execute(() => 'ran'));
+    await clock.advance(3_599_999);
+    expect(call.settled).toBe(false);
+    await clock.advance(1);
+    expect(call.value).toBe('ran');
+  });
+
   it('rejects bad options with a TypeError', async () => {
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000 });
     await expect(limiter.wait('k', { maxWaitMs: -1 })).rejects.toThrow(/"maxWaitMs".*-1/);
     await expect(limiter.wait('k', { maxWaitMs: Number.NaN })).rejects.toThrow(/"maxWaitMs".*NaN/);
-    await expect(limiter.wait('k', { signal: {} as never })).rejects.toThrow(/"signal" to be an AbortSignal/);
+    await expect(limiter.wait('k', { signal: {} as never })).rejects.toThrow(
+      /^expected "signal" to be an AbortSignal, got /,
+    );
     await expect(limiter.wait('', {})).rejects.toThrow(/"key"/);
     await expect(limiter.wait('k', 5 as never)).rejects.toThrow(/"wait options"/);
   });

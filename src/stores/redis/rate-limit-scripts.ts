@@ -85,8 +85,8 @@ return {units, 0, reset}
 };
 
 /**
- * Token bucket: the state is "level last periodMs" (level in token·ms). Rule arguments: limit,
- * periodMs, burst (and buckets, unused).
+ * Token bucket: the state is "level last periodMs" (level in token·ms, below 0 by at most the slack
+ * after a take allowed within it). Rule arguments: limit, periodMs, burst (and buckets, unused).
  */
 const tokenBucket: Decision = {
   params: ['limit', 'period', 'burst'],
@@ -111,20 +111,25 @@ if now > last then
   last = now
 end
 local short = cost * period - level
+local units
 if short <= slack then
-  if short > 0 then level = 0 else level = -short end
+  level = -short
   local reset = (capacity - level - slack) / limit
   if reset > 0 then reset = math.ceil(reset) else reset = 0 end
   if cost > 0 then
     call('SET', key, string.format('%.17g %.17g %.17g', level, last, period), 'PX', math.max(1, reset))
   end
-  return {math.floor(level / period + 1e-9), 0, reset}
+  units = math.floor(level / period + 1e-9)
+  if units < 0 then units = 0 end
+  return {units, 0, reset}
 end
 local reset = (capacity - level - slack) / limit
 if reset > 0 then reset = math.ceil(reset) else reset = 0 end
 local retry = (short - slack) / limit
 if retry > 0 then retry = math.ceil(retry) else retry = 0 end
-return {math.floor(level / period + 1e-9), retry, reset}
+units = math.floor(level / period + 1e-9)
+if units < 0 then units = 0 end
+return {units, retry, reset}
 `,
 };
 
