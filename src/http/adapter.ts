@@ -91,6 +91,7 @@ export function fastifyPlugin<O>(
     instance.addHook('onRequest', hook as never);
     done();
   };
+  // Stryker disable next-line Regex: every plugin name starts with "fastify" (fastifyRateLimit, ...), so the first match is the leading one
   const displayName = `bulwark${name.replace(/^fastify/, '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
   Object.defineProperty(plugin, Symbol.for('skip-override'), { value: true });
   Object.defineProperty(plugin, Symbol.for('fastify.display-name'), { value: displayName });

@@ -1,11 +1,14 @@
+import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import express from 'express';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
+import { deferred } from '../../test/support/deferred.js';
 import { afterThisTest, listen, until } from '../../test/support/http-server.js';
 import { bulkhead } from '../admission/bulkhead.js';
 import { bulkheadMiddleware } from './bulkhead.js';
 import { bulkheadHandler, fastifyBulkheadHandler } from './bulkhead-handler.js';
+import type { FastifyReplyLike, FastifyRequestLike } from './fastify-types.js';
 import { untilClosed } from './hold-slot.js';
 
 /**
@@ -227,5 +230,67 @@ describe('fastifyBulkheadHandler', () => {
     await until(() => policy.inFlight === 0, 'the slot is freed');
     expect((await fetch(`${url}/fail`)).status).toBe(422);
     await until(() => policy.inFlight === 0, 'a failed handler frees its slot');
+  });
+});
+
+describe('fastifyBulkheadHandler: what its promise resolves with when the handler never runs', () => {
+  /** A Fastify reply stand-in: `raw` closes when the test says, and what was sent is recorded. */
+  function fakeReply() {
+    const raw = Object.assign(new EventEmitter(), { closed: false, destroy: () => {} });
+    const sent: { status?: number; body?: unknown } = {};
+    const reply: FastifyReplyLike = {
+      raw: raw as unknown as ServerResponse,
+      code(status) {
+        sent.status = status;
+        return reply;
+      },
+      headers: () => reply,
+      send(body) {
+        sent.body = body;
+        return reply;
+      },
+    };
+    const close = () => {
+      raw.closed = true;
+      raw.emit('close');
+    };
+    return { reply, sent, close };
+  }
+  const request = { url: '/report' } as FastifyRequestLike;
+
+  it('a refused call resolves with the reply it answered 503, for Fastify to send nothing more', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 0 });
+    const release = deferred();
+    const handler = fastifyBulkheadHandler(policy, () => release.promise);
+    const first = fakeReply();
+    const running = handler(request, first.reply);
+    const second = fakeReply();
+    await expect(handler(request, second.reply)).resolves.toBe(second.reply);
+    expect(second.sent.status).toBe(503);
+    release.resolve('done');
+    first.close();
+    await expect(running).resolves.toBe('done');
+  });
+
+  it('a call whose client left while queued resolves with nothing, and its handler never runs', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 5 });
+    const release = deferred();
+    let ran = 0;
+    const handler = fastifyBulkheadHandler(policy, () => {
+      ran++;
+      return release.promise;
+    });
+    const first = fakeReply();
+    const running = handler(request, first.reply);
+    const queued = fakeReply();
+    const call = handler(request, queued.reply);
+    await until(() => policy.queued === 1, 'the second call is queued');
+    queued.close();
+    await expect(call).resolves.toBeUndefined();
+    expect(queued.sent.status).toBeUndefined();
+    release.resolve('done');
+    first.close();
+    await running;
+    expect(ran).toBe(1);
   });
 });

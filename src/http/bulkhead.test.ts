@@ -285,6 +285,8 @@ describe('bulkheadMiddleware tiers and other policies', () => {
       bulkheadMiddleware({
         bulkhead: (req) => {
           if (req.url === '/throw') throw new Error('selector bug');
+          if (req.url === '/async')
+            return Promise.resolve(bulkhead({ maxConcurrent: 1, maxQueue: 0 })) as unknown as Policy;
           return 42 as unknown as Policy;
         },
       }),
@@ -295,7 +297,38 @@ describe('bulkheadMiddleware tiers and other policies', () => {
     expect(thrown.headers.get('x-error')).toBe('selector bug');
     const wrong = await fetch(`${url}/wrong`);
     expect(wrong.status).toBe(500);
-    expect(wrong.headers.get('x-error')).toMatch(/"bulkhead" to return a policy/);
+    expect(wrong.headers.get('x-error')).toBe(
+      'expected "bulkhead" to return a policy (with execute), got something else',
+    );
+    // A selector must answer at once: a promise of a policy is not a policy.
+    const promised = await fetch(`${url}/async`);
+    expect(promised.status).toBe(500);
+    expect(promised.headers.get('x-error')).toBe(
+      'expected "bulkhead" to return a policy (with execute), got something else',
+    );
+  });
+
+  it('a handler that throws synchronously is answered 500 problem+json, also when it ran from the queue', async () => {
+    const policy = bulkhead({ maxConcurrent: 1, maxQueue: 1 });
+    const h = heldHandler();
+    const { url, allClosed } = await nodeServer(bulkheadMiddleware({ bulkhead: policy }), (req, res) => {
+      if (req.url === '/throw') throw new Error('handler bug');
+      h.handle(req, res);
+    });
+    const direct = await fetch(`${url}/throw`);
+    expect(direct.status).toBe(500);
+    expect(direct.headers.get('content-type')).toBe('application/problem+json');
+    const a = fetch(`${url}/a`);
+    await until(() => h.held.length === 1, 'a runs');
+    const queued = fetch(`${url}/throw`);
+    await until(() => policy.queued === 1, 'the throwing request is queued');
+    h.end('/a');
+    await a;
+    const answer = await queued;
+    expect(answer.status).toBe(500);
+    expect(answer.headers.get('content-type')).toBe('application/problem+json');
+    await allClosed();
+    expect(policy.inFlight).toBe(0);
   });
 
   it('a selector returning undefined or a skip that is not a boolean is an error, never unlimited', async () => {
@@ -486,5 +519,18 @@ describe('fastifyBulkhead', () => {
     app.register(fastifyBulkhead, { bulkhead: 'big' as never });
     await expect(app.ready()).rejects.toThrow(/"bulkhead" to be a policy/);
     await app.close();
+    const misspelt = Fastify();
+    misspelt.register(fastifyBulkhead, {
+      bulkhead: bulkhead({ maxConcurrent: 1, maxQueue: 0 }),
+      skp: () => true,
+    } as never);
+    await expect(misspelt.ready()).rejects.toThrow(/unknown option "skp" in fastifyBulkhead options/);
+    await misspelt.close();
+  });
+
+  it('shows in Fastify as bulwark-bulkhead', () => {
+    expect((fastifyBulkhead as unknown as Record<symbol, unknown>)[Symbol.for('fastify.display-name')]).toBe(
+      'bulwark-bulkhead',
+    );
   });
 });

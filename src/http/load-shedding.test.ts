@@ -40,6 +40,16 @@ describe('loadSheddingMiddleware options', () => {
     ['no options', undefined, /"loadSheddingMiddleware options" to be an options object, got undefined/],
     ['no shedder', { priority: byHeader }, /"shedder" to be a load shedder/],
     ['a bad shedder', { shedder: { admit: 1 }, priority: byHeader }, /"shedder" to be a load shedder/],
+    [
+      'a null shedder',
+      { shedder: null, priority: byHeader },
+      /^expected "shedder" to be a load shedder \(an object with admit\(priority\)\), got null$/,
+    ],
+    [
+      'a function as shedder',
+      { shedder: Object.assign(() => {}, { admit: () => () => {} }), priority: byHeader },
+      /"shedder" to be a load shedder/,
+    ],
     ['no priority', { shedder }, /"priority" to be a function, got undefined/],
     ['a priority string', { shedder, priority: 'low' }, /"priority" to be a function, got "low"/],
     ['a bad skip', { shedder, priority: byHeader, skip: true }, /"skip" to be a function, got true/],
@@ -361,5 +371,19 @@ describe('fastifyLoadShedding', () => {
     bad.register(fastifyLoadShedding, { shedder, priority: 'low' as never });
     await expect(bad.ready()).rejects.toThrow(/"priority" to be a function, got "low"/);
     await bad.close();
+  });
+
+  it('shows in Fastify as bulwark-load-shedding and names its options in a TypeError', async () => {
+    expect(
+      (fastifyLoadShedding as unknown as Record<symbol, unknown>)[Symbol.for('fastify.display-name')],
+    ).toBe('bulwark-load-shedding');
+    const app = Fastify();
+    app.register(fastifyLoadShedding, {
+      shedder: loadShedder({ limits: { inFlight: 1 } }),
+      priority: () => 'low',
+      skp: 1,
+    } as never);
+    await expect(app.ready()).rejects.toThrow(/unknown option "skp" in fastifyLoadShedding options/);
+    await app.close();
   });
 });

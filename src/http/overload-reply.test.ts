@@ -70,6 +70,8 @@ describe('overloadReplier', () => {
     for (const value of [Number.NaN, -1, 7]) {
       const reply = replier({ random: () => value }).reply(shed(1_000), undefined);
       expect(reply.headers['retry-after']).toBe('1');
+      // A negative draw never shortens the wait below the base.
+      expect(replier({ random: () => value }).reply(shed(5_000), undefined).headers['retry-after']).toBe('5');
     }
   });
 

@@ -58,11 +58,12 @@ export interface OverloadReplier {
 export function overloadReplier({ retryAfterMs, jitter, random }: OverloadReplySettings): OverloadReplier {
   return {
     reply(error, instance) {
-      const body = toProblem(error, instance === undefined ? {} : { instance });
+      const body = toProblem(error, { instance });
       if (!isTransientKind(body.kind)) return problemAnswer(body, undefined, undefined);
       const base = body.retryAfterMs ?? retryAfterMs; // toProblem clamps the error's own wait to 24 h
       const spread = Math.ceil((base * jitter) / 1000);
       let extra = Math.floor(random() * (spread + 1));
+      // Stryker disable next-line EqualityOperator: (extra > 0) differs only at extra 0, which it resets to 0
       if (!(extra >= 0 && extra <= spread)) extra = 0; // a broken random source means no jitter
       return problemAnswer(body, undefined, (Math.ceil(base / 1000) + extra) * 1000);
     },

@@ -18,4 +18,9 @@ describe('isHealthCheck', () => {
   ])('%s → %s', (url, expected) => {
     expect(isHealthCheck({ url })).toBe(expected);
   });
+
+  it('a url that is not a string is never a health check, even one that prints as /health', () => {
+    expect(isHealthCheck({ url: { toString: () => '/health' } } as never)).toBe(false);
+    expect(isHealthCheck({ url: ['/healthz'] } as never)).toBe(false);
+  });
 });

@@ -3,7 +3,7 @@
  * requests the adapter leaves alone (health checks, internal callers), read and asked here.
  */
 
-import { type Field, func, optional, withDefault } from '../core/read-options.js';
+import { type Field, func, withDefault } from '../core/read-options.js';
 import { show } from '../core/validate.js';
 import type { RequestHandler } from './adapter.js';
 import { asking, type Continuation } from './ask.js';
@@ -24,9 +24,7 @@ export type Skip<Req> = (request: Req) => boolean | Promise<boolean>;
  * otherwise), else `fallback` (none: every request goes through the adapter).
  */
 export function skipField<Req>(fallback?: Skip<Req>): Field<Skip<Req> | undefined> {
-  return fallback === undefined
-    ? optional(func<Skip<Req>>())
-    : withDefault<Skip<Req> | undefined>(fallback, func<Skip<Req>>());
+  return withDefault<Skip<Req> | undefined>(fallback, func<Skip<Req>>());
 }
 
 /**

@@ -111,7 +111,50 @@ describe('decorrelatedJitter', () => {
   });
 });
 
+describe('retry numbers below 1', () => {
+  it('count as the first retry', () => {
+    for (const n of [0, -3]) {
+      expect(linear(100, 50)(n)).toBe(100);
+      expect(exponential({ baseMs: 100, maxMs: 1_000 })(n)).toBe(100);
+      expect(exponentialJitter({ baseMs: 100, maxMs: 1_000, random: () => 0.5 })(n)).toBe(100);
+      expect(fullJitter({ baseMs: 100, maxMs: 1_000, random: () => 0.5 })(n)).toBe(50);
+    }
+  });
+});
+
+describe('the random draw', () => {
+  it('exponentialJitter: a draw of 0 gives (1 − jitter)·d, a draw near 1 gives near (1 + jitter)·d', () => {
+    const at = (r: number) =>
+      exponentialJitter({ baseMs: 1_000, maxMs: 10_000, jitter: 0.3, random: () => r })(2);
+    expect(at(0)).toBeCloseTo(1_400, 9);
+    expect(at(0.5)).toBeCloseTo(2_000, 9);
+    expect(at(0.75)).toBeCloseTo(2_300, 9);
+    expect(at(0.999_999)).toBeCloseTo(2_600, 2);
+  });
+
+  it('decorrelatedJitter: delay n is baseMs · (f(t) − f(t − 1)) / 1.4 with t = n − 1 + random()', () => {
+    const f = (t: number) => (t <= 0 ? 0 : 2 ** t * Math.tanh(Math.sqrt(4 * t)));
+    const b = decorrelatedJitter({ baseMs: 100, maxMs: 1_000_000, random: () => 0.5 });
+    expect(b(1)).toBeCloseTo((100 * (f(0.5) - f(-0.5))) / 1.4, 9);
+    expect(b(2)).toBeCloseTo((100 * (f(1.5) - f(0.5))) / 1.4, 9);
+    expect(b(4)).toBeCloseTo((100 * (f(3.5) - f(2.5))) / 1.4, 9);
+  });
+});
+
 describe('bad input', () => {
+  it.each([
+    ['exponential', () => exponential({ baseMs: 1, base: 2 } as never)],
+    ['exponentialJitter', () => exponentialJitter({ baseMs: 1, base: 2 } as never)],
+    ['fullJitter', () => fullJitter({ baseMs: 1, base: 2 } as never)],
+    ['decorrelatedJitter', () => decorrelatedJitter({ baseMs: 1, base: 2 } as never)],
+  ])('%s names itself when it refuses an unknown option', (name, make) => {
+    expect(make).toThrow(new TypeError(`unknown option "base" in ${name} options; did you mean "baseMs"?`));
+  });
+
+  it('linear refuses a negative maxMs, naming it', () => {
+    expect(() => linear(1, 1, -1)).toThrow(/"maxMs".*-1/);
+  });
+
   it.each([
     ['constant(-1)', () => constant(-1), /"ms".*-1/],
     ['constant(NaN)', () => constant(Number.NaN), /"ms".*NaN/],

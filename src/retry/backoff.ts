@@ -62,6 +62,7 @@ function readBounded<S extends typeof boundsSchema>(
 
 /** The exponent for retry n (n < 1 is treated as 1). */
 function step(retry: number): number {
+  // Stryker disable next-line EqualityOperator: at retry 1 both branches give 0
   return retry > 1 ? retry - 1 : 0;
 }
 
@@ -140,6 +141,7 @@ export function fullJitter(options?: JitterOptions): Backoff {
 const P_FACTOR = 4;
 const RP_SCALING = 1 / 1.4;
 function curve(t: number): number {
+  // Stryker disable next-line EqualityOperator: at t = 0 the curve is 2^0 · tanh(0) = 0, as the guard answers
   return t <= 0 ? 0 : 2 ** t * Math.tanh(Math.sqrt(P_FACTOR * t));
 }
 
@@ -156,6 +158,7 @@ export function decorrelatedJitter(options?: JitterOptions): Backoff {
     const t = step(retry) + random();
     const value = (curve(t) - curve(t - 1)) * RP_SCALING * baseMs;
     // Huge t overflows to Infinity − Infinity = NaN: both mean "past the cap" (Math.min keeps NaN).
+    // Stryker disable next-line EqualityOperator: when value equals maxMs both branches give the same number
     // biome-ignore lint/complexity/useMathMinMax: the ternary maps NaN to maxMs
     return value < maxMs ? value : maxMs;
   };

@@ -49,6 +49,12 @@ describe('retryBudget', () => {
     expect(budget.tryWithdraw()).toBe(false);
   });
 
+  it('refuses an unknown option, naming retryBudget and the option it may have meant', () => {
+    expect(() => retryBudget({ ratio: 0.1, minPerSecond: 1, window: 5 } as never)).toThrow(
+      new TypeError('unknown option "window" in retryBudget options; did you mean "windowMs"?'),
+    );
+  });
+
   it.each([
     [{ ratio: -1, minPerSecond: 1 }, /"ratio".*-1/],
     [{ ratio: Number.NaN, minPerSecond: 1 }, /"ratio".*NaN/],

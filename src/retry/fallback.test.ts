@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { pipeline } from '../core/pipeline.js';
+import type { FailureEvent } from '../core/policy-events.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { timeout } from '../timeout/timeout.js';
 import { fallback } from './fallback.js';
@@ -64,6 +65,37 @@ describe('fallback', () => {
     ).execute(() => new Promise(() => {}));
     await clock.advance(10);
     await expect(p).resolves.toBe('stale');
+  });
+
+  it('reports a throwing handler to onFailure as a failure it acted on, with the handler error', async () => {
+    const clock = new FakeClock();
+    const handlerError = new Error('cache down too');
+    const failures: FailureEvent[] = [];
+    const policy = fallback(
+      () => {
+        throw handlerError;
+      },
+      { clock, onFailure: (e) => failures.push(e) },
+    );
+    await expect(policy.execute(() => Promise.reject(new Error('origin down')))).rejects.toBe(handlerError);
+    expect(failures).toEqual([
+      expect.objectContaining({ policy: 'fallback', error: handlerError, handled: true }),
+    ]);
+  });
+
+  it('reports a failure that `when` turns away as not acted on', async () => {
+    const clock = new FakeClock();
+    const failures: FailureEvent[] = [];
+    const policy = fallback(() => 'cached', { clock, when: () => false, onFailure: (e) => failures.push(e) });
+    const error = new Error('not for us');
+    await expect(policy.execute(() => Promise.reject(error))).rejects.toBe(error);
+    expect(failures).toEqual([expect.objectContaining({ error, handled: false })]);
+  });
+
+  it('refuses an unknown option, naming fallback options', () => {
+    expect(() => fallback(() => 1, { whenever: () => true } as never)).toThrow(
+      /^unknown option "whenever" in fallback options/,
+    );
   });
 
   it('rejects bad input with a TypeError', () => {

@@ -332,13 +332,40 @@ describe('retry', () => {
     [{ maxAttempts: Infinity }, /"maxElapsedMs" to be finite/],
     [{ maxElapsedMs: -5 }, /"maxElapsedMs".*-5/],
     [{ backoff: 100 }, /"backoff".*100/],
-    [{ budget: {} }, /"budget"/],
+    [{ budget: {} }, /"budget" to be a RetryBudget from retryBudget\(\)/],
     [{ clock: Date }, /"clock"/],
     [{ onRetry: 'log' }, /"onRetry"/],
     [{ onGiveUp: 1 }, /"onGiveUp"/],
   ])('rejects bad options %o with a TypeError', (options, message) => {
     expect(() => retry(options as never)).toThrow(TypeError);
     expect(() => retry(options as never)).toThrow(message);
+  });
+
+  it('refuses a misspelled option, naming retry options and the option meant', () => {
+    expect(() => retry({ maxAttempt: 5 } as never)).toThrow(
+      new TypeError('unknown option "maxAttempt" in retry options; did you mean "maxAttempts"?'),
+    );
+  });
+
+  it('by default waits exponentialJitter from 100 ms, each delay capped at 10 s', async () => {
+    const clock = new FakeClock();
+    const delays: number[] = [];
+    const op = vi.fn(() => {
+      throw transient();
+    });
+    const call = retry({ clock, maxAttempts: 10, onRetry: (e) => delays.push(e.delayMs) })
+      .execute(op)
+      .catch((e: unknown) => e);
+    await clock.advance(100_000);
+    expect(isRetriesExhaustedError(await call)).toBe(true);
+    expect(delays).toHaveLength(9);
+    expect(delays[0]).toBeGreaterThanOrEqual(70);
+    expect(delays[0]).toBeLessThanOrEqual(130);
+    expect(delays[1]).toBeGreaterThanOrEqual(140);
+    expect(delays[1]).toBeLessThanOrEqual(260);
+    // The ninth retry's exponential value is 25.6 s: the 10 s cap, less up to 30 % jitter.
+    expect(delays[8]).toBeGreaterThanOrEqual(7_000);
+    expect(Math.max(...delays)).toBeLessThanOrEqual(10_000);
   });
 
   it('rejects a non-function predicate', () => {

@@ -70,7 +70,9 @@ export class RetryPolicy extends GatedPolicy {
   }
 
   /** The first attempt takes the gate's fast path (one promise, no outcome objects) when nothing bounds the time. */
+  // Stryker disable next-line BlockStatement: an empty body answers undefined, i.e. never direct: the step path decides every call the same way
   protected override direct(context: Context): boolean {
+    // Stryker disable next-line ConditionalExpression: (false) the step path decides every call the same way, direct only saves allocations; (true) is killed by the retry-bounds tests on a clock not at 0
     return this.maxElapsedMs === Infinity && context.deadline === undefined;
   }
 
@@ -80,6 +82,7 @@ export class RetryPolicy extends GatedPolicy {
       (ctx: Context) => invoke(operation, ctx),
       context,
       failure<T>(error),
+      // Stryker disable next-line BooleanLiteral: the fast path runs only without a deadline, and the time of the last attempt is read only with one
       false,
       0,
       undefined,
@@ -93,8 +96,10 @@ export class RetryPolicy extends GatedPolicy {
     note: CallNote | undefined,
   ): Promise<Outcome<T>> {
     // Read the clock only when something bounds the time.
+    // Stryker disable next-line ConditionalExpression: (true) reading the start anyway changes nothing unbounded: `x > Infinity` stays false and no deadline is checked; (false) is killed on a clock not at 0
     const timed = this.maxElapsedMs !== Infinity || context.deadline !== undefined;
     const startedAt = timed ? this.clock.now() : 0;
+    // Stryker disable next-line ConditionalExpression: (false) a new AttemptContext(context, 1) reads the same signal and deadline through, with the same attempt 1; (true) is killed by the nested-retry test
     const outcome = await next(context.attempt === 1 ? context : new AttemptContext(context, 1));
     if (outcome.ok) {
       this.budget?.deposit();
@@ -116,6 +121,7 @@ export class RetryPolicy extends GatedPolicy {
     let attemptStartedAt = startedAt;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
+        // Stryker disable next-line ConditionalExpression: (false) a new AttemptContext reads the same signal and deadline through, with the same attempt number
         outcome = await next(attempt === context.attempt ? context : new AttemptContext(context, attempt));
         if (outcome.ok) {
           this.budget?.deposit();
@@ -138,36 +144,42 @@ export class RetryPolicy extends GatedPolicy {
       const now = this.clock.now();
       let delay = this.backoff(attempt);
       const asked = retryAfterOf(error, now);
+      // Stryker disable next-line ConditionalExpression: (true) with no asked wait both comparisons with undefined are false; (false) is killed by the Retry-After tests
       if (asked !== undefined) {
         // A wait asked from outside is bounded: never sleep for days because a server said so.
         if (asked > this.maxRetryAfterMs) return this.decline(outcome, attempt, 'retry-after');
+        // Stryker disable next-line EqualityOperator: when asked equals delay, taking either leaves the same delay
         if (asked > delay) delay = asked;
       }
       if (!(delay > 0)) delay = 0; // a NaN or negative custom backoff means "no wait"
       if (now - startedAt + delay > this.maxElapsedMs) return this.giveUp(attempt, 'elapsed', error);
       // Give up now rather than sleep into a deadline that leaves no room for another attempt
       // (estimated by how long the last one took).
+      // Stryker disable next-line ConditionalExpression: (true) without a deadline the comparison with undefined is false anyway
       if (context.deadline !== undefined && now + delay + (now - attemptStartedAt) >= context.deadline) {
         return this.giveUp(attempt, 'deadline', error);
       }
       if (this.budget !== undefined && !this.budget.tryWithdraw())
         return this.decline(outcome, attempt, 'budget');
+      // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the guard only skips building the event
       if (this.retried.active) this.retried.emit({ attempt, delayMs: delay, error });
       if (note !== undefined) note.handled = true;
       if (delay > 0) {
         try {
           await this.clock.sleep(delay, canAbort(signal) ? signal : undefined);
         } catch {
-          return failure(signal.reason);
+          // A Clock's sleep rejects only when the signal aborts: the check below ends the call.
         }
       }
       if (signal.aborted) return failure(signal.reason);
+      // Stryker disable next-line ConditionalExpression: (true) the last attempt's start is read only with a deadline, and then `timed` is true
       if (timed) attemptStartedAt = this.clock.now();
     }
   }
 
   /** Stops without wrapping the failure: the caller gets it as it came (with its `retryAfterMs`). */
   private decline<T>(outcome: Outcome<T>, attempts: number, reason: DeclineReason): Outcome<T> {
+    // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the guard only skips building the event
     if (this.gaveUp.active) {
       this.gaveUp.emit({ attempts, error: (outcome as { error: unknown }).error, reason });
     }
@@ -175,6 +187,7 @@ export class RetryPolicy extends GatedPolicy {
   }
 
   private giveUp<T>(attempts: number, reason: GiveUpReason, error: unknown): Outcome<T> {
+    // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the guard only skips building the event
     if (this.gaveUp.active) this.gaveUp.emit({ attempts, error, reason });
     return failure(new RetriesExhaustedError(attempts, reason, error, classify(error)));
   }

@@ -28,8 +28,11 @@ export interface TimeoutOptions extends PolicyOptions<never> {
   readonly clock?: Clock | undefined;
 }
 
+const timeoutModes: readonly TimeoutMode[] = ['cooperative', 'aggressive'];
+
 const timeoutSchema = {
-  mode: withDefault<TimeoutMode>('cooperative', oneOf<TimeoutMode>(['cooperative', 'aggressive'])),
+  // Stryker disable next-line StringLiteral: the mode is only ever compared with 'aggressive': any other default means cooperative
+  mode: withDefault<TimeoutMode>('cooperative', oneOf(timeoutModes)),
   clock: clockField,
   ...policyFields<never>(),
 } satisfies Schema<TimeoutOptions>;

@@ -212,6 +212,14 @@ describe('timeout bad input', () => {
   });
 });
 
+describe('timeout unknown options', () => {
+  it('refuses a misspelled option, naming timeout options and the option meant', () => {
+    expect(() => timeout(100, { mod: 'aggressive' } as never)).toThrow(
+      new TypeError('unknown option "mod" in timeout options; did you mean "mode"?'),
+    );
+  });
+});
+
 describe('timeout: every deadline fires on time', () => {
   it('a caller deadline earlier than a settled call’s deadline is enforced at its own time', async () => {
     const clock = new FakeClock();
