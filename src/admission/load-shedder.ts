@@ -209,7 +209,6 @@ export class LoadShedder implements ShedGate, PolicyEvents<LoadShedRejection> {
     let ratio = sampler.topRatio;
     let signal: LoadSignal | undefined = sampler.topSignal;
     if (inFlight / this.inFlightLimit > ratio) {
-      // (Without an in-flight limit inFlight / Infinity is 0, never above the sampled ratio.)
       ratio = inFlight / this.inFlightLimit;
       signal = 'inFlight';
     }
