@@ -30,10 +30,10 @@ const LOW = 3;
 function read(signals: SampledSignals, name: keyof SampledSignals): unknown {
   try {
     return signals[name];
-    // Stryker disable next-line BlockStatement: an empty catch block returns undefined too
   } catch {
-    return undefined;
+    // unknown, like a missing reading
   }
+  return undefined;
 }
 
 /** A reading as a number, or undefined (unknown) for NaN, negative, Infinity or a non-number. */

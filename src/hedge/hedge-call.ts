@@ -131,7 +131,7 @@ export class HedgeCall<T> {
     const { attempts, budget, hedged, clock } = this.settings;
     if (this.done || this.stopped || this.started >= attempts) return;
     if (clock.now() >= (this.context.deadline ?? Infinity)) {
-      // Stryker disable next-line BooleanLiteral: every later start meets this same check again (the clock only moves on)
+      // Stryker disable next-line BooleanLiteral: every later start meets this same check again (systemClock is monotonic, FakeClock only advances)
       this.stopped = true;
       return;
     }

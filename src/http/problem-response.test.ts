@@ -1,9 +1,9 @@
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { expectProblem } from '../../test/support/problem-assertions.js';
 import { ResilienceError, StoreUnavailableError, TimeoutError } from '../core/errors.js';
-import { problemReply, problemResponse } from './problem-response.js';
+import { problemReply, problemResponse, writeProblem } from './problem-response.js';
 
 const servers: ReturnType<typeof createServer>[] = [];
 afterEach(async () => {
@@ -73,6 +73,12 @@ describe('problemReply: Retry-After sanity', () => {
     expect(problemReply(new Error('bug')).headers).not.toHaveProperty('retry-after');
   });
 
+  it('refuses an unknown option, naming problemReply options and the option meant', () => {
+    expect(() => problemReply(new Error('x'), { instanse: '/x' } as never)).toThrow(
+      new TypeError('unknown option "instanse" in problemReply options; did you mean "instance"?'),
+    );
+  });
+
   it('refuses a bad retryAfterMs with a TypeError', () => {
     expect(() => problemReply(new Error('x'), { retryAfterMs: -1 })).toThrow(/"retryAfterMs"/);
     expect(() => problemReply(new Error('x'), { retryAfterMs: Number.NaN })).toThrow(TypeError);
@@ -95,6 +101,28 @@ describe('problemResponse', () => {
       retryAfter: '1',
       body: { type: 'urn:bulwark:problem:overloaded', detail: 'busy' },
     });
+  });
+
+  it('once the headers were sent it only ends the response, and looks at nothing else (not even bad options)', () => {
+    const calls: string[] = [];
+    const res = {
+      headersSent: true,
+      writeHead: () => void calls.push('writeHead'),
+      end: (body?: unknown) => void calls.push(body === undefined ? 'end' : 'end with a body'),
+    } as unknown as ServerResponse;
+    problemResponse(res, new Error('late failure'), { retryAfterMs: -1 });
+    expect(calls).toEqual(['end']);
+  });
+
+  it('writeProblem only ends a response whose headers were already sent', () => {
+    const calls: string[] = [];
+    const res = {
+      headersSent: true,
+      writeHead: () => void calls.push('writeHead'),
+      end: (body?: unknown) => void calls.push(body === undefined ? 'end' : 'end with a body'),
+    } as unknown as ServerResponse;
+    writeProblem(res, problemReply(new Error('late failure')));
+    expect(calls).toEqual(['end']);
   });
 
   it('only ends a response whose headers were already sent', async () => {

@@ -30,11 +30,8 @@ export interface ProblemReplyOptions {
   readonly retryAfterMs?: number | undefined;
 }
 
-const problemReplyOptionKeys = optionKeys<ProblemReplyOptions>({
-  instance: true,
-  headers: true,
-  retryAfterMs: true,
-});
+// Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; each value is the type's required `true`
+const replyKeys = optionKeys<ProblemReplyOptions>({ instance: true, headers: true, retryAfterMs: true });
 
 /** The wait a 429 or 503 advertises when its error does not say. */
 const DEFAULT_RETRY_AFTER_MS = 1_000;
@@ -54,12 +51,12 @@ const DEFAULT_RETRY_AFTER_MS = 1_000;
  * reply.code(status).headers(headers).send(body);
  */
 export function problemReply(error: unknown, options: ProblemReplyOptions = {}): ProblemReply {
-  refuseUnknownKeys('problemReply options', options, problemReplyOptionKeys);
+  refuseUnknownKeys('problemReply options', options, replyKeys);
   const fallbackMs =
     options.retryAfterMs === undefined
       ? DEFAULT_RETRY_AFTER_MS
       : nonNegative('retryAfterMs', options.retryAfterMs);
-  const body = toProblem(error, options.instance === undefined ? {} : { instance: options.instance });
+  const body = toProblem(error, { instance: options.instance });
   const waitMs = body.retryAfterMs ?? (body.status === 429 || body.status === 503 ? fallbackMs : undefined);
   return problemAnswer(body, options.headers, waitMs);
 }

@@ -106,6 +106,17 @@ describe('rateLimitHeaders', () => {
     expect(rateLimitHeaders(slow, empty)['ratelimit-policy']).toBe('"default";q=1;w=2');
   });
 
+  it('states a whole-second period as the rule’s own limit, however large', () => {
+    const empty = { allowed: true, remaining: 1, retryAfterMs: 0, resetMs: 0, limit: 1 };
+    const huge = rateLimiter({
+      algorithm: 'token-bucket',
+      limit: 123_456_789_012_345,
+      burst: 1,
+      periodMs: 1_000,
+    }).rule;
+    expect(rateLimitHeaders(huge, empty)['ratelimit-policy']).toBe('"default";q=123456789012345;w=1');
+  });
+
   it('says nothing about the quota for a fail-open decision', () => {
     const rule = rateLimiter({ limit: 10, periodMs: 1_000 }).rule;
     const headers = rateLimitHeaders(rule, {

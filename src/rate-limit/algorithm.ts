@@ -33,6 +33,7 @@ export function slackOf(periodMs: number): number {
 
 /** Rounds a duration up to whole milliseconds; anything ≤ 0 is 0. */
 export function ceilMs(ms: number): number {
+  // Stryker disable next-line EqualityOperator: (>=) Math.ceil(0) is 0
   return ms > 0 ? Math.ceil(ms) : 0;
 }
 

@@ -238,4 +238,41 @@ describe('token bucket and GCRA', () => {
       { numRuns: 150 },
     );
   });
+
+  it('make the same decisions on a clock that also steps back, peeks included', async () => {
+    const moves = (rule: RateLimitRule) =>
+      fc.array(
+        fc.record({
+          // Forward and backward, by up to two periods.
+          move: fc.integer({ min: -2 * rule.periodMs, max: 2 * rule.periodMs }),
+          cost: fc.integer({ min: 0, max: rule.burst }),
+        }),
+        { minLength: 1, maxLength: 40 },
+      );
+    await fc.assert(
+      fc.property(
+        bucketRule('gcra').chain((rule) => moves(rule).map((steps) => ({ rule, steps }))),
+        ({ rule, steps }) => {
+          const { limit, periodMs, burst } = rule;
+          const bucket = ruleOf({ limit, periodMs, burst, algorithm: 'token-bucket' });
+          const decide = (r: RateLimitRule) => {
+            let time = 1_700_000_000_000;
+            const clock = {
+              now: () => time,
+              sleep: () => Promise.resolve(),
+              setTimer: () => 0,
+              clearTimer: () => {},
+            };
+            const store = memoryRateLimitStore({ clock: clock as never });
+            return steps.map(({ move, cost }) => {
+              time += move;
+              return store.takeSync('k', cost, r);
+            });
+          };
+          expect(decide(rule)).toEqual(decide(bucket));
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
 });

@@ -113,15 +113,34 @@ describe.each(['gcra', 'token-bucket', 'sliding-window'] as const)(
 describe.each(['gcra', 'token-bucket'] as const)('%s: decisions when the clock steps back', (algorithm) => {
   const rule = ruleOf({ algorithm, limit: 10, periodMs: 1_000 });
 
-  it('quota taken later on the clock is not given back early, and remaining never goes below 0', () => {
+  it('quota taken later on the clock is not given back early, and retryAfterMs is enough', () => {
     const { clock, set } = settableClock(10_000);
     const store = memoryRateLimitStore({ clock });
-    expect(store.takeSync('k', 10, rule).allowed).toBe(true);
+    expect(store.takeSync('k', 10, rule).allowed).toBe(true); // empty until 10 000, full at 11 000
     set(9_000); // a second before the take
-    const refused = store.takeSync('k', 1, rule);
-    expect(refused.allowed).toBe(false);
-    expect(refused.remaining).toBe(0);
-    expect(refused.retryAfterMs).toBeGreaterThan(0);
+    // The same decision from both algorithms: the unit taken at 10 000 comes back at 10 100.
+    expect(store.takeSync('k', 1, rule)).toEqual({
+      allowed: false,
+      remaining: 0,
+      retryAfterMs: 1_100,
+      resetMs: 2_000,
+      limit: 10,
+    });
+    set(10_099);
+    expect(store.takeSync('k', 1, rule)).toMatchObject({ allowed: false, retryAfterMs: 1 });
+    set(10_100);
+    expect(store.takeSync('k', 1, rule)).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  it('a take made at a later time on the clock still counts once the clock steps back before it', () => {
+    const { clock, set } = settableClock(10_000);
+    const store = memoryRateLimitStore({ clock });
+    store.takeSync('k', 5, rule);
+    set(20_000); // full again since 10 500
+    expect(store.takeSync('k', 1, rule)).toMatchObject({ allowed: true, remaining: 9 });
+    set(19_000);
+    expect(store.takeSync('k', 0, rule)).toMatchObject({ remaining: 0 });
+    expect(store.takeSync('k', 10, rule)).toMatchObject({ allowed: false, retryAfterMs: 1_100 });
   });
 });
 
@@ -173,3 +192,20 @@ describe('sliding-window: the first sub-windows of the clock', () => {
     });
   });
 });
+
+describe.each(['gcra', 'token-bucket', 'sliding-window'] as const)(
+  '%s: a key at full capacity',
+  (algorithm) => {
+    const rule = ruleOf({ algorithm, limit: 3, periodMs: 900 });
+
+    it('reports resetMs 0 (a whole 0, not -0) when fresh and once refilled', async () => {
+      const clock = new FakeClock(5_000);
+      const store = memoryRateLimitStore({ clock });
+      const full = { allowed: true, remaining: 3, retryAfterMs: 0, resetMs: 0, limit: 3 };
+      expect(store.takeSync('k', 0, rule)).toEqual(full);
+      store.takeSync('k', 1, rule);
+      await clock.advance(2_000);
+      expect(store.takeSync('k', 0, rule)).toEqual(full);
+    });
+  },
+);

@@ -130,13 +130,43 @@ describe('limiter.policy', () => {
     };
     const limiter = rateLimiter({ limit: 1, periodMs: 1_000, store, clock: new FakeClock() });
     let runs = 0;
-    const error = await limiter
-      .policy('api', { wait: true })
-      .execute(() => ++runs)
-      .catch((e: unknown) => e);
+    const policy = limiter.policy('api', { wait: true });
+    const refusals: unknown[] = [];
+    policy.onRejected((e) => refusals.push(e));
+    const error = await policy.execute(() => ++runs).catch((e: unknown) => e);
     expect(isStoreUnavailableError(error)).toBe(true);
     expect(isRateLimitedError(error)).toBe(false);
     expect(runs).toBe(0);
+    expect(refusals).toEqual([]); // a failure, not a refusal
+  });
+
+  it('with wait: true, an abort while waiting is not a refusal', async () => {
+    const clock = new FakeClock();
+    const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
+    limiter.takeSync('api');
+    const policy = limiter.policy('api', { wait: true });
+    const refusals: unknown[] = [];
+    policy.onRejected((e) => refusals.push(e));
+    const controller = new AbortController();
+    const call = policy.execute(() => 'ran', { signal: controller.signal }).catch((e: unknown) => e);
+    await clock.advance(10);
+    controller.abort(new Error('stop'));
+    expect(((await call) as Error).message).toBe('stop');
+    expect(refusals).toEqual([]);
+  });
+
+  it('with wait: true, the call deadline is measured from now on the clock', async () => {
+    const clock = new FakeClock(50_000);
+    const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock });
+    limiter.takeSync('api');
+    const policy = limiter.policy('api', { wait: true });
+    // The quota comes back in 1 000 ms: a deadline 500 ms from now refuses at once.
+    const error = await policy.execute(() => 'ran', { deadline: clock.now() + 500 }).catch((e: unknown) => e);
+    expect(isRateLimitedError(error)).toBe(true);
+    expect(clock.now()).toBe(50_000);
+    const fits = policy.execute(() => 'ran', { deadline: clock.now() + 1_000 });
+    await clock.advance(1_000);
+    expect(await fits).toBe('ran');
   });
 
   it('rejects bad policy options with a TypeError', () => {

@@ -61,6 +61,7 @@ export class RateLimitPolicy extends GatedPolicy<RateLimitRejection> {
     let maxWaitMs = this.maxWaitMs;
     if (context.deadline !== undefined) {
       const left = Math.max(0, context.deadline - this.clock.now());
+      // Stryker disable next-line EqualityOperator: (<=) equal values: either is the same limit
       if (maxWaitMs === undefined || left < maxWaitMs) maxWaitMs = left;
     }
     const signal = context.signal;
@@ -68,6 +69,7 @@ export class RateLimitPolicy extends GatedPolicy<RateLimitRejection> {
       await this.limiter.wait(this.key, {
         cost: this.cost,
         ...(canAbort(signal) ? { signal } : {}),
+        // Stryker disable next-line ConditionalExpression: (false) wait() reads maxWaitMs: undefined as omitted
         ...(maxWaitMs === undefined ? {} : { maxWaitMs }),
       });
     } catch (error) {

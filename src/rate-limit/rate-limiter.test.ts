@@ -395,6 +395,13 @@ describe('RateLimitedError', () => {
     expect(error.key).toBe('203.0.113.7');
     expect(error.message).not.toContain('203.0.113.7');
     expect(error.name).toBe('RateLimitedError');
+    expect(error.message).toBe('rate limit exceeded; retry in 1500 ms');
+    expect(error.expose).toBe(true); // the message reaches clients (problem+json detail)
+    expect(error).toMatchObject({ limit: 10, remaining: 0 });
+    const cause = new Error('root');
+    const custom = new RateLimitedError('k', 5, { limit: 1, remaining: 0, message: 'slow down', cause });
+    expect(custom.message).toBe('slow down');
+    expect(custom.cause).toBe(cause);
     expect(isRateLimitedError(error)).toBe(true);
     expect(isRateLimitedError(new Error('ERR_RATE_LIMITED'))).toBe(false);
     expect(classify(error)).toBe('rate_limited');

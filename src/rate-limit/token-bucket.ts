@@ -9,8 +9,8 @@ import type { RateLimitResult, RateLimitRule } from './store.js';
  */
 export interface TokenBucketState {
   /**
-   * Tokens × periodMs, up to burst × periodMs; below 0 by at most the slack after a take allowed
-   * within it (the shortfall is carried, as GCRA carries it in its TAT).
+   * Tokens × periodMs, up to burst × periodMs; below 0 after a take allowed within the slack (the
+   * shortfall is carried, as GCRA carries it in its TAT) or once a clock stepped back.
    */
   level: number;
   /** When the level was last brought up to date (store clock, ms). */
@@ -30,14 +30,13 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
     const { limit, periodMs, burst } = rule;
     const capacity = burst * periodMs;
     const slack = slackOf(periodMs);
-    let level = state.level;
-    let last = state.last;
-    // A clock that steps back refills nothing until it catches up.
-    if (now > last) {
-      level += (now - last) * limit;
-      if (level > capacity) level = capacity;
-      last = now;
-    }
+    // Refilled up to now. A clock that steps back takes back what it refilled since then (the level
+    // may go below 0): quota taken at a later time counts as taken, as GCRA's TAT counts it, so both
+    // decide alike and retryAfterMs is enough on the clock as it reads now.
+    let level = state.level + (now - state.last) * limit;
+    // Stryker disable next-line EqualityOperator: (>=) a level equal to the capacity is set to itself
+    if (level > capacity) level = capacity;
+    const last = now;
     // What is missing, in token·ms: the same quantity and comparison as GCRA's, so both decide
     // alike, and a refusal always says at least 1 ms.
     const short = cost * periodMs - level;

@@ -112,6 +112,36 @@ redis.describe('rate-limit store on real Redis', () => {
     expect(Number(tatMs)).toBeGreaterThan(Number(seconds) * 1_000); // written in server time, not the client's 0
   });
 
+  it('token bucket: a shortfall allowed within the slack is carried in the stored level, as in memory', async () => {
+    const stores = redisStores(redis.client(), { prefix: redis.prefix });
+    // One unit per 9e15 ms: the slack (a billionth of a unit) is 9e6 token·ms, while the refill is
+    // 1 token·ms per ms, so the time the test itself takes is noise.
+    const periodMs = 9e15;
+    const slack = periodMs * 1e-9;
+    const rule = ruleOf({ algorithm: 'token-bucket', limit: 1, periodMs });
+    const key = stores.rateLimit.keyOf('k', rule);
+    const [seconds, micros] = await redis.admin().time();
+    const now = Number(seconds) * 1_000 + Number(micros) / 1_000;
+    await redis.admin().set(key, `${periodMs - slack / 2} ${now} ${periodMs}`); // half the slack short
+    expect(await stores.rateLimit.take('k', 1, rule)).toMatchObject({ allowed: true, remaining: 0 });
+    const level = Number(String(await redis.admin().get(key)).split(' ')[0]);
+    expect(level).toBeLessThan(0); // the shortfall is carried, not forgiven (which would store 0)
+    expect(level).toBeGreaterThan(-slack);
+    expect(await stores.rateLimit.take('k', 1, rule)).toMatchObject({ allowed: false, remaining: 0 });
+  });
+
+  it('token bucket: a state written at a later server time counts it as still to come, as GCRA does', async () => {
+    const stores = redisStores(redis.client(), { prefix: redis.prefix });
+    const rule = ruleOf({ algorithm: 'token-bucket', limit: 10, periodMs: 1_000 });
+    const key = stores.rateLimit.keyOf('k', rule);
+    const [seconds] = await redis.admin().time();
+    // Full, but last brought up to date a minute ahead of the server clock (the clock stepped back).
+    await redis.admin().set(key, `${10 * 1_000} ${Number(seconds) * 1_000 + 61_000} 1000`);
+    const refused = await stores.rateLimit.take('k', 1, rule);
+    expect(refused).toMatchObject({ allowed: false, remaining: 0 });
+    expect(refused.retryAfterMs).toBeGreaterThan(50_000);
+  });
+
   it('limiters with different names share a store without sharing state', async () => {
     const stores = redisStores(redis.client(), { prefix: redis.prefix });
     const a = rateLimiter({ name: 'a', limit: 1, periodMs: 60_000, store: stores.rateLimit });

@@ -85,8 +85,9 @@ return {units, 0, reset}
 };
 
 /**
- * Token bucket: the state is "level last periodMs" (level in token·ms, below 0 by at most the slack
- * after a take allowed within it). Rule arguments: limit, periodMs, burst (and buckets, unused).
+ * Token bucket: the state is "level last periodMs" (level in token·ms, below 0 after a take allowed
+ * within the slack or once the server clock stepped back). Rule arguments: limit, periodMs, burst
+ * (and buckets, unused).
  */
 const tokenBucket: Decision = {
   params: ['limit', 'period', 'burst'],
@@ -105,11 +106,9 @@ if stored then
     if level > capacity then level = capacity end
   end
 end
-if now > last then
-  level = level + (now - last) * limit
-  if level > capacity then level = capacity end
-  last = now
-end
+level = level + (now - last) * limit
+if level > capacity then level = capacity end
+last = now
 local short = cost * period - level
 local units
 if short <= slack then

@@ -210,6 +210,22 @@ describe('Redis rate-limit store: calls', () => {
     ]);
   });
 
+  it('a decision answered in time leaves no deadline keeping the process alive, answered or failed', async () => {
+    const clock = new FakeClock();
+    const replies: unknown[] = [[4, 0, 12_000], new Error('ECONNRESET'), [[4, 0, 12_000], 'WRONGTYPE']];
+    const { client } = scriptedClient(() => replies.shift());
+    const store = redisStores(client, { clock }).rateLimit;
+    const decided = store.take('a', 1, rule);
+    expect(clock.aliveTimers).toBe(1);
+    await decided;
+    expect(clock.aliveTimers).toBe(0);
+    await expect(store.take('a', 1, rule)).rejects.toThrow('Redis failed: ECONNRESET');
+    expect(clock.aliveTimers).toBe(0);
+    const batch = await Promise.allSettled([store.take('a', 1, rule), store.take('b', 1, rule)]);
+    expect(batch.map((o) => o.status)).toEqual(['fulfilled', 'rejected']);
+    expect(clock.aliveTimers).toBe(0);
+  });
+
   it('a bad key rejects with a TypeError before any call, on take, peek and reset', async () => {
     const { client, calls, deleted } = scriptedClient(() => [0, 0, 0]);
     const store = redisStores(client, { clock: new FakeClock() }).rateLimit;

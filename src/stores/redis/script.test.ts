@@ -30,6 +30,8 @@ describe('isNoScriptError', () => {
     expect(isNoScriptError(null)).toBe(false);
     expect(isNoScriptError('NOSCRIPT')).toBe(false);
     expect(isNoScriptError({ message: 42 })).toBe(false);
+    // Only a message string is read: not something that merely prints as NOSCRIPT.
+    expect(isNoScriptError({ message: ['NOSCRIPT'] })).toBe(false);
   });
 });
 
