@@ -4,6 +4,7 @@ import { pipeline } from '../core/pipeline.js';
 import type { Policy } from '../core/policy.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { constant } from './backoff.js';
+import { retryBudget } from './budget.js';
 import type { RetriesExhaustedError } from './errors.js';
 import type { RetryEvent } from './options.js';
 import { retry, retryAll } from './retry.js';
@@ -176,5 +177,36 @@ describe('nested retries', () => {
     await clock.advance(1_000);
     await call;
     expect(seen).toEqual([1, 2, 1, 2]);
+  });
+});
+
+describe.each(ways)('retry with a throwing backoff via %s', (_name, wrap) => {
+  it('ends the call with the backoff’s error: no retry, no event, no budget withdrawn, no timer', async () => {
+    const clock = new FakeClock();
+    const bug = new Error('backoff bug');
+    const onRetry = vi.fn();
+    const onGiveUp = vi.fn();
+    const budget = retryBudget({ minPerSecond: 1, ratio: 0, clock });
+    const policy = retry({
+      clock,
+      budget,
+      onRetry,
+      onGiveUp,
+      backoff: () => {
+        throw bug;
+      },
+    });
+    const { op, starts } = failing(clock);
+    const before = budget.available;
+    const call = wrap(policy)
+      .execute(op)
+      .catch((e: unknown) => e);
+    await clock.advance(0);
+    expect(await call).toBe(bug);
+    expect(starts).toEqual([0]);
+    expect(onRetry).not.toHaveBeenCalled();
+    expect(onGiveUp).not.toHaveBeenCalled();
+    expect(budget.available).toBe(before);
+    expect(clock.aliveTimers).toBe(0);
   });
 });
