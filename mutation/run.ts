@@ -47,7 +47,7 @@ if (existsSync(partialFile)) {
   const merged = existsSync(committed)
     ? merge(readReport(committed), readReport(partialFile))
     : readReport(partialFile);
-  writeFileSync(committed, JSON.stringify(merged, null, 2));
+  writeFileSync(committed, JSON.stringify(merged));
   rmSync(partialFile);
 }
 process.exit(status);

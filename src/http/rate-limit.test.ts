@@ -375,6 +375,14 @@ describe('fastifyRateLimit', () => {
     return app.listen({ port: 0, host: '127.0.0.1' });
   }
 
+  it('names its options in the TypeError for an option it does not know', async () => {
+    const app = Fastify();
+    const limiter = rateLimiter({ limit: 1, periodMs: 1_000, clock: new FakeClock() });
+    app.register(fastifyRateLimit, { limiter, key: () => 'k', skp: 1 } as never);
+    await expect(app.ready()).rejects.toThrow(/unknown option "skp" in fastifyRateLimit options/);
+    await app.close();
+  });
+
   it('limits every route of the instance it is registered on', async () => {
     const limiter = rateLimiter({ name: 'f', limit: 2, periodMs: 4_000, clock: new FakeClock() });
     const app = Fastify();

@@ -209,3 +209,51 @@ describe.each(['gcra', 'token-bucket', 'sliding-window'] as const)(
     });
   },
 );
+
+describe('sliding-window: a sub-window width that is not a whole number of ms', () => {
+  // 1 000 ms over 29 sub-windows: index × width rounds to a hair either side of a whole ms, so the
+  // wait computed from it is one ms off unless corrected against floor(time / width) itself.
+  const rule = ruleOf({ algorithm: 'sliding-window', limit: 1, periodMs: 1_000, buckets: 29 });
+
+  it.each([
+    [3_966, 1_034], // index × width lands just above a whole ms: ceil would say one ms too many
+    [15_966, 1_035], // just below: ceil would say one ms too few
+  ])('at %i ms a refusal says exactly %i ms: one ms less is still refused', async (start, wait) => {
+    const clock = new FakeClock(start);
+    const store = memoryRateLimitStore({ clock });
+    expect(store.takeSync('k', 1, rule).allowed).toBe(true);
+    const refused = store.takeSync('k', 1, rule);
+    expect(refused).toMatchObject({ allowed: false, retryAfterMs: wait, resetMs: wait });
+    await clock.advance(wait - 1);
+    expect(store.takeSync('k', 1, rule).allowed).toBe(false);
+    await clock.advance(1);
+    expect(store.takeSync('k', 1, rule).allowed).toBe(true);
+  });
+});
+
+describe('sliding-window: decisions when the clock steps back', () => {
+  it('counts into the newest sub-window, so a unit taken later on the clock is not forgotten', () => {
+    const rule = ruleOf({ algorithm: 'sliding-window', limit: 2, periodMs: 1_000, buckets: 10 });
+    const { clock, set } = settableClock(550);
+    const store = memoryRateLimitStore({ clock });
+    expect(store.takeSync('k', 1, rule).allowed).toBe(true); // sub-window 5
+    set(150); // back into sub-window 1
+    expect(store.takeSync('k', 1, rule)).toMatchObject({ allowed: true, remaining: 0 });
+    set(560);
+    // Both units are in sub-window 5 and count until 1 600 ms: none is given back yet.
+    expect(store.takeSync('k', 1, rule)).toMatchObject({ allowed: false, retryAfterMs: 1_040 });
+  });
+});
+
+describe('sliding-window: resetMs', () => {
+  it('counts from the newest sub-window that holds units, also when the current one is empty', async () => {
+    const rule = ruleOf({ algorithm: 'sliding-window', limit: 3, periodMs: 1_000, buckets: 10 });
+    const clock = new FakeClock(0);
+    const store = memoryRateLimitStore({ clock });
+    store.takeSync('k', 1, rule); // sub-window 0
+    await clock.advance(300);
+    store.takeSync('k', 1, rule); // sub-window 3, which stops counting at 1 400 ms
+    await clock.advance(400);
+    expect(store.takeSync('k', 0, rule)).toMatchObject({ allowed: true, remaining: 1, resetMs: 700 });
+  });
+});

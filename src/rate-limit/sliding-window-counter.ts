@@ -30,6 +30,7 @@ export const slidingWindowCounter: Algorithm<SlidingWindowState> = {
   create(rule: RateLimitRule, now: number): SlidingWindowState {
     return {
       counts: new Float64Array(rule.buckets + 1),
+      // Stryker disable next-line ArithmeticOperator: a fresh key has no units, so the first decision's slide from any earlier sub-window only empties empty ones
       newest: Math.floor(now / (rule.periodMs / rule.buckets)),
       total: 0,
     };
@@ -47,6 +48,7 @@ export const slidingWindowCounter: Algorithm<SlidingWindowState> = {
     const current = Math.floor(now / width);
     // Slide: empty the sub-windows between the newest recorded and now. A clock that steps back
     // keeps counting into the newest sub-window.
+    // Stryker disable next-line EqualityOperator: (>=) in the same sub-window there is nothing to slide
     if (current > state.newest) {
       const steps = Math.min(slots, current - state.newest);
       for (let i = 1; i <= steps; i++) {
@@ -60,6 +62,7 @@ export const slidingWindowCounter: Algorithm<SlidingWindowState> = {
     const total = state.total;
 
     if (total + cost <= limit) {
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: a cost of 0 adds nothing, and a peek works on a copy
       if (cost > 0) {
         counts[newest % slots]! += cost;
         state.total = total + cost;
@@ -71,6 +74,7 @@ export const slidingWindowCounter: Algorithm<SlidingWindowState> = {
     // (slot (newest + 1 + j) mod slots) stops counting at (newest + 1 + j) × width.
     let freed = 0;
     let retryAfterMs = 0;
+    // Stryker disable next-line EqualityOperator: (<=) the loop breaks by j = slots − 1, when every sub-window is freed (the limiter refuses a cost above the limit)
     for (let j = 0; j < slots; j++) {
       freed += counts[(newest + 1 + j) % slots]!;
       if (total - freed + cost <= limit) {
@@ -85,8 +89,10 @@ export const slidingWindowCounter: Algorithm<SlidingWindowState> = {
 
 /** Time until the newest non-empty sub-window stops counting (0 when every count is 0). */
 function resetOf(state: SlidingWindowState, now: number, width: number, slots: number): number {
+  // Stryker disable next-line ConditionalExpression: (false) with no units the scan finds none and returns 0 too
   if (state.total === 0) return 0;
   const counts = state.counts;
+  // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,ArithmeticOperator: units are in a sub-window from newest − buckets to newest and at least 0, so the scan returns before either bound
   for (let j = 0; j < slots && state.newest - j >= 0; j++) {
     const index = state.newest - j;
     if (counts[index % slots]! > 0) return msUntil(index + slots, now, width);
@@ -101,6 +107,7 @@ function resetOf(state: SlidingWindowState, now: number, width: number, slots: n
  */
 function msUntil(index: number, now: number, width: number): number {
   let ms = ceilMs(index * width - now);
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: (ms > 1 → true, ≥ 1) at 1 ms less the time is now, still before index; (now + ms + 1, × width) lower ms too far, and the loop below raises it back to the first that reaches index (now − ms − 1, which lowers nothing, is killable: the 29-sub-window tests catch it)
   while (ms > 1 && Math.floor((now + ms - 1) / width) >= index) ms -= 1;
   while (Math.floor((now + ms) / width) < index) ms += 1;
   return ms;

@@ -125,6 +125,16 @@ describe('limiter.wait', () => {
     await expect(single.wait('k')).rejects.toMatchObject({ retryAfterMs: 2_000 }); // two refills
     await clock.advance(1_000);
     expect(first.value).toMatchObject({ allowed: true });
+
+    // The sliding window's default is periodMs + one sub-window: 1 250 ms here.
+    const window = rateLimiter({ algorithm: 'sliding-window', limit: 2, periodMs: 1_000, buckets: 4, clock });
+    window.takeSync('k', 2);
+    const windowHead = track(window.wait('k', { cost: 2 })); // 1 250 ms: the default allows it
+    const late = (await window.wait('k').catch((e: unknown) => e)) as RateLimitedError;
+    expect(isRateLimitedError(late)).toBe(true); // its turn is later than 1 250 ms: refused at once
+    expect(late.retryAfterMs).toBeGreaterThan(1_250);
+    await clock.advance(1_250);
+    expect(windowHead.value).toMatchObject({ allowed: true });
   });
 
   it('an abort ends the wait at once with the reason, leaving no timer; later waiters move up', async () => {

@@ -1,0 +1,145 @@
+/**
+ * `npm run mutate:static`: the second half of a full run. `npm run mutate` leaves out **static**
+ * mutants (code that runs once, when a module loads: the tables of classify.ts, option
+ * declarations, Lua sources): Stryker cannot switch them on per test, so each one would need the
+ * whole suite (about 25 s), some 1,500 of them, hours on 2 cores. Here each static mutant the
+ * committed report holds as ignored runs against the tests of its own folder instead
+ * (`src/<folder>/**\/*.test.ts`; for the Redis store also `test/rate-limit/redis-*.test.ts`), and
+ * its result replaces the "ignored" in the committed report, its reason saying which tests ran.
+ * So does every survivor: one that runs both at load and in tests ("hybrid") was switched on by
+ * the main run only for the tests that reach it at run time, after the module had loaded
+ * unmutated (the report does not keep which survivors those are).
+ * A folder's tests are fewer than the suite, so a kill here is a kill, and a survivor here is at
+ * worst a survivor of the full suite: the score is a lower bound.
+ *
+ * `npm run mutate:static -- src/core` limits it to the folders named.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const committed = 'mutation/stryker-incremental.json';
+const STATIC_REASON = 'Static mutant (and "ignoreStatic" was enabled)';
+
+interface Position {
+  readonly line: number;
+  readonly column: number;
+}
+interface Mutant {
+  status: string;
+  statusReason?: string;
+  killedBy?: string[];
+  coveredBy?: string[];
+  testsCompleted?: number;
+  readonly mutatorName: string;
+  readonly replacement?: string;
+  readonly location: { readonly start: Position; readonly end: Position };
+}
+interface Report {
+  files: Record<string, { mutants: Mutant[] }>;
+  [field: string]: unknown;
+}
+
+/** The folder a source file's static mutants are tested with, and that folder's tests. */
+function folderOf(file: string): string {
+  const parts = file.split('/');
+  return parts[1] === 'stores' ? parts.slice(0, 3).join('/') : parts.slice(0, 2).join('/');
+}
+function testsOf(folder: string): string[] {
+  const tests = [`${folder}/**/*.test.ts`];
+  if (folder === 'src/stores/redis') tests.push('test/rate-limit/redis-*.test.ts');
+  return tests;
+}
+const identity = (m: Mutant) =>
+  `${m.location.start.line}:${m.location.start.column}-${m.location.end.line}:${m.location.end.column} ${m.mutatorName} ${m.replacement ?? ''}`;
+
+const report = JSON.parse(readFileSync(committed, 'utf8')) as Report;
+const only = process.argv.slice(2);
+const byFolder = new Map<string, Map<string, Mutant[]>>();
+for (const [file, { mutants }] of Object.entries(report.files)) {
+  const folder = folderOf(file);
+  if (only.length > 0 && !only.includes(folder)) continue;
+  const statics = mutants.filter(
+    (m) =>
+      (m.status === 'Ignored' && m.statusReason === STATIC_REASON) ||
+      m.status === 'Survived' ||
+      m.status === 'NoCoverage',
+  );
+  if (statics.length === 0) continue;
+  let files = byFolder.get(folder);
+  if (files === undefined) {
+    files = new Map();
+    byFolder.set(folder, files);
+  }
+  files.set(file, statics);
+}
+
+let failed = false;
+for (const [folder, files] of byFolder) {
+  const tests = testsOf(folder);
+  const work = mkdtempSync(join(tmpdir(), 'bulwark-static-'));
+  const name = folder.replace(/\W/g, '-');
+  const vitestConfig = `vitest.static-${name}.config.ts`;
+  const reportFile = join(work, 'report.json');
+  // Whole lines: a range may take in a runtime mutant too; only the static ones are merged back.
+  const ranges = [...files].flatMap(([file, statics]) => [
+    ...new Set(statics.map((m) => `${file}:${m.location.start.line}-${m.location.end.line}`)),
+  ]);
+  writeFileSync(
+    vitestConfig,
+    `import { defineConfig } from 'vitest/config';
+export default defineConfig({ test: { include: ${JSON.stringify(tests)}, testTimeout: 20_000, hookTimeout: 20_000, sequence: { hooks: 'stack' } } });
+`,
+  );
+  const strykerConfig = join(work, 'stryker.config.json');
+  writeFileSync(
+    strykerConfig,
+    JSON.stringify({
+      testRunner: 'vitest',
+      vitest: { configFile: vitestConfig, related: false },
+      coverageAnalysis: 'perTest',
+      mutate: ranges,
+      reporters: ['json', 'progress'],
+      jsonReporter: { fileName: reportFile },
+      concurrency: 4,
+      timeoutMS: 3_000,
+      tempDirName: `.stryker-tmp/static-${name}`,
+      ignorePatterns: [
+        '/.stryker-tmp',
+        '/vitest.check-*.config.ts',
+        '/vitest.static-*.config.ts',
+        `!/${vitestConfig}`,
+      ],
+      cleanTempDir: 'always',
+      logLevel: 'warn',
+    }),
+  );
+  const count = [...files.values()].reduce((n, statics) => n + statics.length, 0);
+  console.log(`${folder}: ${count} static mutants against ${tests.join(', ')}`);
+  try {
+    const run = spawnSync('npx', ['stryker', 'run', strykerConfig], { stdio: 'inherit' });
+    if (run.status !== 0) {
+      failed = true;
+      continue;
+    }
+    const results = JSON.parse(readFileSync(reportFile, 'utf8')) as Report;
+    for (const [file, statics] of files) {
+      const found = new Map((results.files[file]?.mutants ?? []).map((m) => [identity(m), m]));
+      for (const mutant of statics) {
+        const result = found.get(identity(mutant));
+        if (result === undefined) continue;
+        mutant.status = result.status;
+        mutant.statusReason = `static: run against ${tests.join(', ')}`;
+        mutant.killedBy = result.killedBy ?? [];
+        mutant.coveredBy = result.coveredBy ?? [];
+        if (result.testsCompleted !== undefined) mutant.testsCompleted = result.testsCompleted;
+      }
+    }
+    writeFileSync(committed, JSON.stringify(report));
+  } finally {
+    rmSync(vitestConfig, { force: true });
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+process.exitCode = failed ? 1 : 0;
