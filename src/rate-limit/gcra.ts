@@ -40,6 +40,7 @@ export const gcra: Algorithm<GcraState> = {
     const nowRest = (now - nowMs) * limit;
     // How far the TAT is ahead of now, in token·ms (0 when it is in the past).
     let before = (state.tatMs - nowMs) * limit + (state.tatRest - nowRest);
+    // Stryker disable next-line EqualityOperator: (<=) a 0 set to 0
     if (before < 0) before = 0;
     const debt = before + cost * periodMs;
     const short = debt - tau;
