@@ -14,32 +14,11 @@
  *
  * `npm run mutate:static -- src/core` limits it to the folders named.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { type Mutant, type Report, runTargeted } from './targeted.js';
 
 const committed = 'mutation/stryker-incremental.json';
 const STATIC_REASON = 'Static mutant (and "ignoreStatic" was enabled)';
-
-interface Position {
-  readonly line: number;
-  readonly column: number;
-}
-interface Mutant {
-  status: string;
-  statusReason?: string;
-  killedBy?: string[];
-  coveredBy?: string[];
-  testsCompleted?: number;
-  readonly mutatorName: string;
-  readonly replacement?: string;
-  readonly location: { readonly start: Position; readonly end: Position };
-}
-interface Report {
-  files: Record<string, { mutants: Mutant[] }>;
-  [field: string]: unknown;
-}
 
 /** The folder a source file's static mutants are tested with, and that folder's tests. */
 function folderOf(file: string): string {
@@ -78,68 +57,37 @@ for (const [file, { mutants }] of Object.entries(report.files)) {
 let failed = false;
 for (const [folder, files] of byFolder) {
   const tests = testsOf(folder);
-  const work = mkdtempSync(join(tmpdir(), 'bulwark-static-'));
-  const name = folder.replace(/\W/g, '-');
-  const vitestConfig = `vitest.static-${name}.config.ts`;
-  const reportFile = join(work, 'report.json');
   // Whole lines: a range may take in a runtime mutant too; only the static ones are merged back.
   const ranges = [...files].flatMap(([file, statics]) => [
     ...new Set(statics.map((m) => `${file}:${m.location.start.line}-${m.location.end.line}`)),
   ]);
-  writeFileSync(
-    vitestConfig,
-    `import { defineConfig } from 'vitest/config';
-export default defineConfig({ test: { include: ${JSON.stringify(tests)}, testTimeout: 20_000, hookTimeout: 20_000, sequence: { hooks: 'stack' } } });
-`,
-  );
-  const strykerConfig = join(work, 'stryker.config.json');
-  writeFileSync(
-    strykerConfig,
-    JSON.stringify({
-      testRunner: 'vitest',
-      vitest: { configFile: vitestConfig, related: false },
-      coverageAnalysis: 'perTest',
-      mutate: ranges,
-      reporters: ['json', 'progress'],
-      jsonReporter: { fileName: reportFile },
-      concurrency: 4,
-      timeoutMS: 3_000,
-      tempDirName: `.stryker-tmp/static-${name}`,
-      ignorePatterns: [
-        '/.stryker-tmp',
-        '/vitest.check-*.config.ts',
-        '/vitest.static-*.config.ts',
-        `!/${vitestConfig}`,
-      ],
-      cleanTempDir: 'always',
-      logLevel: 'warn',
-    }),
-  );
   const count = [...files.values()].reduce((n, statics) => n + statics.length, 0);
   console.log(`${folder}: ${count} static mutants against ${tests.join(', ')}`);
-  try {
-    const run = spawnSync('npx', ['stryker', 'run', strykerConfig], { stdio: 'inherit' });
-    if (run.status !== 0) {
-      failed = true;
-      continue;
-    }
-    const results = JSON.parse(readFileSync(reportFile, 'utf8')) as Report;
-    for (const [file, statics] of files) {
-      const found = new Map((results.files[file]?.mutants ?? []).map((m) => [identity(m), m]));
-      for (const mutant of statics) {
-        const result = found.get(identity(mutant));
-        if (result === undefined) continue;
-        mutant.status = result.status;
-        mutant.statusReason = `static: run against ${tests.join(', ')}`;
-        mutant.killedBy = result.killedBy ?? [];
-        mutant.coveredBy = result.coveredBy ?? [];
-        if (result.testsCompleted !== undefined) mutant.testsCompleted = result.testsCompleted;
-      }
-    }
-    writeFileSync(committed, JSON.stringify(report));
-  } finally {
-    rmSync(vitestConfig, { force: true });
-    rmSync(work, { recursive: true, force: true });
+  const id = `static-${folder.replace(/\W/g, '-')}`;
+  const results = runTargeted({
+    id,
+    mutate: ranges,
+    tests,
+    concurrency: 4,
+    timeoutMS: 3_000,
+    progress: true,
+  });
+  if (results === undefined) {
+    failed = true;
+    continue;
   }
+  for (const [file, statics] of files) {
+    const found = new Map((results.files[file]?.mutants ?? []).map((m) => [identity(m), m]));
+    for (const mutant of statics) {
+      const result = found.get(identity(mutant));
+      if (result === undefined) continue;
+      mutant.status = result.status;
+      mutant.statusReason = `static: run against ${tests.join(', ')}`;
+      mutant.killedBy = result.killedBy ?? [];
+      mutant.coveredBy = result.coveredBy ?? [];
+      if (result.testsCompleted !== undefined) mutant.testsCompleted = result.testsCompleted;
+    }
+  }
+  writeFileSync(committed, JSON.stringify(report));
 }
 process.exitCode = failed ? 1 : 0;

@@ -103,24 +103,25 @@ describe('problemResponse', () => {
     });
   });
 
-  it('once the headers were sent it only ends the response, and looks at nothing else (not even bad options)', () => {
+  /** A response whose headers were already sent, recording what is called on it. */
+  function sentResponse() {
     const calls: string[] = [];
     const res = {
       headersSent: true,
       writeHead: () => void calls.push('writeHead'),
       end: (body?: unknown) => void calls.push(body === undefined ? 'end' : 'end with a body'),
     } as unknown as ServerResponse;
+    return { res, calls };
+  }
+
+  it('once the headers were sent it only ends the response, and looks at nothing else (not even bad options)', () => {
+    const { res, calls } = sentResponse();
     problemResponse(res, new Error('late failure'), { retryAfterMs: -1 });
     expect(calls).toEqual(['end']);
   });
 
   it('writeProblem only ends a response whose headers were already sent', () => {
-    const calls: string[] = [];
-    const res = {
-      headersSent: true,
-      writeHead: () => void calls.push('writeHead'),
-      end: (body?: unknown) => void calls.push(body === undefined ? 'end' : 'end with a body'),
-    } as unknown as ServerResponse;
+    const { res, calls } = sentResponse();
     writeProblem(res, problemReply(new Error('late failure')));
     expect(calls).toEqual(['end']);
   });
