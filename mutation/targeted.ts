@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/** A place in a source file, as Stryker's reports give it. */
 export interface Position {
   readonly line: number;
   readonly column: number;
@@ -32,6 +33,7 @@ export interface Report {
   [field: string]: unknown;
 }
 
+/** What one targeted run mutates, against which tests, how wide and how patient. */
 export interface TargetedRun {
   /** Names the sandbox and the temporary vitest config (letters, digits and dashes). */
   readonly id: string;
@@ -45,6 +47,10 @@ export interface TargetedRun {
   readonly progress?: boolean;
 }
 
+/**
+ * Runs StrykerJS as {@link TargetedRun} says and returns its report, or undefined when Stryker
+ * exits with an error (its output is on the console). Leaves no config or sandbox behind.
+ */
 export function runTargeted(run: TargetedRun): Report | undefined {
   const work = mkdtempSync(join(tmpdir(), 'bulwark-mutate-'));
   const vitestConfig = `vitest.check-${run.id}.config.ts`;
