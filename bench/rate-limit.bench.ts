@@ -13,12 +13,11 @@
  *   one call per decision). Allowed path: our blocked-key memory
  *   would answer refusals without Redis, which would not compare round trips.
  */
-import { performance } from 'node:perf_hooks';
 import { rateLimiter } from 'bulwark';
 import { redisStores } from 'bulwark/redis';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
-import { type Case, machine, measureAll, ns, table } from './support.js';
+import { type Case, machine, measureAll, ns, table, throughput } from './support.js';
 
 const KEYS = 10_000;
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
@@ -73,26 +72,6 @@ function memoryCases(): Case[] {
     { name: 'bulwark takeSync, refused', fn: () => oursRefused.takeSync('k') },
     { name: 'RateLimiterMemory consume, refused', fn: () => peerRefused.consume('k').catch(noop) },
   ];
-}
-
-/** Decisions per second of `op` run by `concurrency` loops for `durationMs`. */
-async function throughput(
-  op: (n: number) => Promise<unknown>,
-  concurrency: number,
-  durationMs: number,
-): Promise<number> {
-  let count = 0;
-  let n = 0;
-  const end = performance.now() + durationMs;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end) {
-        await op(n++);
-        count++;
-      }
-    }),
-  );
-  return count / (durationMs / 1_000);
 }
 
 interface RedisRow {

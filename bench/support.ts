@@ -3,6 +3,7 @@
  * print ns/op, overhead above a bare baseline, and ours ÷ peer ratios.
  */
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { measure } from 'mitata';
 
 /** One measured case. */
@@ -74,4 +75,24 @@ export function overheadReport(
     comparisons.map(([label, ours, peer, target]) => [label, (over(ours) / over(peer)).toFixed(3), target]),
   );
   return `### ${title}\n\n${machine()}\n\n${perCase}\n\n${ratios}\n`;
+}
+
+/** Operations per second of `op` run by `concurrency` loops for `durationMs` (`n` counts calls). */
+export async function throughput(
+  op: (n: number) => Promise<unknown>,
+  concurrency: number,
+  durationMs: number,
+): Promise<number> {
+  let count = 0;
+  let n = 0;
+  const end = performance.now() + durationMs;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        await op(n++);
+        count++;
+      }
+    }),
+  );
+  return count / (durationMs / 1_000);
 }

@@ -108,6 +108,46 @@ export {
   hedge,
 } from './hedge/hedge.js';
 export type { HedgeOptions } from './hedge/options.js';
+export {
+  IdempotencyConflictError,
+  IdempotencyInProgressError,
+  isIdempotencyConflictError,
+  isIdempotencyInProgressError,
+  isLeaseLostError,
+  isStoredFailureError,
+  LeaseLostError,
+  type StoredFailure,
+  StoredFailureError,
+} from './idempotency/errors.js';
+export {
+  fingerprintOf,
+  type Idempotency,
+  type IdempotentCallOptions,
+  type IdempotentHandler,
+  type IdempotentHandlerContext,
+  type IdempotentOutcome,
+  idempotency,
+} from './idempotency/idempotency.js';
+export {
+  idempotencyKey,
+  type KeyedContext,
+  type KeyedExecuteOptions,
+  type KeyedPolicy,
+  withIdempotencyKey,
+} from './idempotency/key.js';
+export {
+  type MemoryIdempotencyStore,
+  type MemoryIdempotencyStoreOptions,
+  memoryIdempotencyStore,
+} from './idempotency/memory-store.js';
+export type {
+  ConflictEvent,
+  IdempotencyOptions,
+  IdempotencyStoreErrorEvent,
+  LeaseLostEvent,
+  ReplayEvent,
+} from './idempotency/options.js';
+export type { ClaimResult, IdempotencyStore } from './idempotency/store.js';
 export { isRateLimitedError, RateLimitedError } from './rate-limit/errors.js';
 export type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './rate-limit/events.js';
 export {

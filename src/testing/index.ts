@@ -1,7 +1,13 @@
 /**
  * `bulwark/testing`: deterministic time and randomness for tests of code that uses bulwark.
  */
+
+export type { ConformanceRunner } from './conformance-runner.js';
 export { FakeClock } from './fake-clock.js';
+export {
+  type IdempotencyStoreFixture,
+  idempotencyStoreConformance,
+} from './idempotency-conformance.js';
 export {
   type MakePolicy,
   type PolicyFixture,
@@ -9,7 +15,6 @@ export {
   policyConformance,
 } from './policy-conformance.js';
 export {
-  type ConformanceRunner,
   type RateLimitStoreFixture,
   rateLimitStoreConformance,
 } from './rate-limit-conformance.js';

@@ -26,6 +26,9 @@ import type {
   RateLimitRule,
   RateLimitStore,
 } from '../rate-limit/store.js';
+import { type ConformanceRunner, conformanceChecks } from './conformance-runner.js';
+
+export type { ConformanceRunner } from './conformance-runner.js';
 
 /** What one scenario runs against: a fresh store and a way to let time pass on its clock. */
 export interface RateLimitStoreFixture {
@@ -46,12 +49,6 @@ export interface RateLimitStoreFixture {
   close?(): void | Promise<void>;
 }
 
-/** The parts of a test runner the suite needs. */
-export interface ConformanceRunner {
-  describe(name: string, body: () => void): void;
-  it(name: string, body: () => Promise<void>): void;
-}
-
 const algorithms: readonly RateLimitAlgorithm[] = ['gcra', 'token-bucket', 'sliding-window'];
 let names = 0;
 
@@ -67,17 +64,7 @@ function rule(algorithm: RateLimitAlgorithm, limit: number, periodMs: number, bu
   });
 }
 
-function fail(message: string): never {
-  throw new Error(`rate-limit store conformance: ${message}`);
-}
-
-function equal(actual: unknown, expected: unknown, what: string): void {
-  if (actual !== expected) fail(`${what}: expected ${String(expected)}, got ${String(actual)}`);
-}
-
-function within(actual: number, low: number, high: number, what: string): void {
-  if (!(actual >= low && actual <= high)) fail(`${what}: expected ${low}…${high}, got ${actual}`);
-}
+const { fail, equal, within } = conformanceChecks('rate-limit store conformance');
 
 function integerResult(result: RateLimitResult, what: string): void {
   for (const field of ['remaining', 'retryAfterMs', 'resetMs', 'limit'] as const) {

@@ -35,6 +35,8 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+export { runScenario } from './scenario-worker.mjs';
+
 /** The repository root: children run there so `tsx` and `node_modules` resolve as in the repo. */
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -130,15 +132,6 @@ function isChildMessage(message: unknown): message is ChildMessage {
     typeof (message as { type?: unknown }).type === 'string' &&
     (message as { type: string }).type.startsWith('bulwark:')
   );
-}
-
-function serializeError(error: unknown): SerializedError {
-  if (error instanceof Error) {
-    return error.stack === undefined
-      ? { name: error.name, message: error.message }
-      : { name: error.name, message: error.message, stack: error.stack };
-  }
-  return { name: 'NonError', message: String(error) };
 }
 
 interface WorkerState {
@@ -289,10 +282,12 @@ export function runWorkers<R = unknown, I = unknown>(options: RunWorkersOptions<
       }
     };
 
+    // A JavaScript scenario (one that imports the built dist/) runs under plain node: no loader to start.
+    const execArgv = /\.[cm]?js$/.test(entry) ? [] : ['--import', tsxImport];
     for (let index = 0; index < count; index += 1) {
       const child = fork(entry, [], {
         cwd: repoRoot,
-        execArgv: ['--import', tsxImport],
+        execArgv,
         env: { ...process.env, ...env },
         serialization: 'advanced',
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -335,69 +330,5 @@ export function runWorkers<R = unknown, I = unknown>(options: RunWorkersOptions<
     for (const worker of workers) {
       send(worker, { type: 'bulwark:init', input, workerIndex: worker.index, workers: count });
     }
-  });
-}
-
-/**
- * The worker side of {@link runWorkers}: call it once at the top level of the scenario file.
- * Waits for the input over IPC, runs `scenario`, sends its result back and exits (0 after a
- * result, 1 after a throw, so open handles in the scenario cannot hang the run). A worker whose
- * parent goes away exits at once.
- *
- * @throws Error when the file was not started by {@link runWorkers} (no IPC channel)
- */
-export function runScenario<I = unknown, R = unknown>(scenario: Scenario<I, R>): void {
-  const sendRaw = process.send?.bind(process);
-  if (sendRaw === undefined) {
-    throw new Error(
-      'runScenario(): this file is a worker scenario; start it with runWorkers() (test/support/multi-process.ts)',
-    );
-  }
-  const send = (message: ChildMessage): Promise<void> =>
-    new Promise((resolve, reject) => {
-      sendRaw(message, undefined, undefined, (error: Error | null) => (error ? reject(error) : resolve()));
-    });
-
-  const waiting = new Map<number, () => void>();
-  let generation = 0;
-  let started = false;
-
-  process.on('disconnect', () => process.exit(70));
-  process.on('message', (raw: unknown) => {
-    const message = raw as ParentMessage;
-    if (message.type === 'bulwark:go') {
-      waiting.get(message.generation)?.();
-      waiting.delete(message.generation);
-      return;
-    }
-    if (message.type !== 'bulwark:init' || started) return;
-    started = true;
-    const context: ScenarioContext = {
-      workerIndex: message.workerIndex,
-      workers: message.workers,
-      barrier: () => {
-        generation += 1;
-        const mine = generation;
-        return new Promise<void>((resolve, reject) => {
-          waiting.set(mine, resolve);
-          send({ type: 'bulwark:barrier', generation: mine }).catch(reject);
-        });
-      },
-    };
-    void (async () => {
-      try {
-        const result = await scenario(message.input as I, context);
-        await send({ type: 'bulwark:result', result });
-        process.exit(0);
-      } catch (error) {
-        await send({ type: 'bulwark:error', error: serializeError(error) }).catch(() => {
-          // The parent cannot get the error: leave it on stderr, which it captures.
-          process.stderr.write(
-            `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-          );
-        });
-        process.exit(1);
-      }
-    })();
   });
 }

@@ -1,0 +1,326 @@
+/**
+ * Idempotency keys: the same request sent twice (a client's retry, a duplicate delivery) runs its
+ * handler once, and every duplicate gets the stored result. Claim → execute → complete (or release
+ * on failure), every step atomic in the store, the claim held by a short renewed lease and the
+ * result kept for a separate, long retention.
+ */
+import { classify } from '../core/classify.js';
+import { isStoreUnavailableError, StoreUnavailableError } from '../core/errors.js';
+import { type Disposer, type Listener, Listeners } from '../core/events.js';
+import { isPermanentKind } from '../core/kind.js';
+import { storeKey } from '../core/validate.js';
+import {
+  IdempotencyConflictError,
+  IdempotencyInProgressError,
+  type StoredFailure,
+  StoredFailureError,
+} from './errors.js';
+import { canonicalJson, parseStoredJson, sha256Hex, storedJson } from './json-codec.js';
+import { LeaseKeeper } from './lease.js';
+import { memoryIdempotencyStore } from './memory-store.js';
+import {
+  type ConflictEvent,
+  type IdempotencyOptions,
+  type IdempotencyStoreErrorEvent,
+  type LeaseLostEvent,
+  type ReadIdempotencyOptions,
+  type ReplayEvent,
+  readIdempotencyOptions,
+} from './options.js';
+import type { ClaimResult, IdempotencyStore } from './store.js';
+import { OwnerWait } from './wait-for-owner.js';
+
+/** What a handler receives. */
+export interface IdempotentHandlerContext<Tx = undefined> {
+  /**
+   * Aborted when the caller's signal aborts or the lease is lost (then with `LeaseLostError`):
+   * stop the work, and never commit an effect after it aborted.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * With `transactional: true`, the store's transaction that `complete` runs in: write the effect
+   * through it to make effect and stored result one atomic commit. Otherwise `undefined`.
+   */
+  readonly tx: Tx;
+}
+
+/** The work of one request. Its result must be JSON (bytes allowed: see docs/idempotency.md). */
+export type IdempotentHandler<T, Tx = undefined> = (context: IdempotentHandlerContext<Tx>) => Promise<T> | T;
+
+/** Options of one call. */
+export interface IdempotentCallOptions {
+  /** Cancels the call: a wait for another request, or the handler (then the key is released). */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** A result and whether it was replayed (the handler did not run for this call). */
+export interface IdempotentOutcome<T> {
+  readonly value: T;
+  readonly replayed: boolean;
+}
+
+/** An `idempotency()` instance. */
+export interface Idempotency<Tx = undefined> {
+  /** The `name` option: names the instance in its events. */
+  readonly name: string;
+  /**
+   * Runs `handler` once per `key`: claims the key for `request`'s fingerprint, runs the handler
+   * with a renewed lease, stores its result and returns it; a later call with the same key and
+   * request returns the stored result without running the handler (a replay).
+   *
+   * Rejects with `IdempotencyConflictError` when the key was used for another request,
+   * `IdempotencyInProgressError` when a request with the key is still running (`wait: false`, or
+   * after `maxWaitMs`), `StoreUnavailableError` when the store cannot claim (the handler does not
+   * run), `LeaseLostError` when the lease was lost while the handler ran (even if it resolved), a
+   * `TypeError` for a bad key or a request or result that is not JSON, and with the handler's own
+   * error when it fails (the key is then released, so a retry runs again, unless `storeErrors`
+   * kept the failure).
+   */
+  execute<T>(
+    key: string,
+    request: unknown,
+    handler: IdempotentHandler<T, Tx>,
+    options?: IdempotentCallOptions,
+  ): Promise<T>;
+  /** {@link execute}, also saying whether the value was replayed (e.g. for `Idempotent-Replayed`). */
+  run<T>(
+    key: string,
+    request: unknown,
+    handler: IdempotentHandler<T, Tx>,
+    options?: IdempotentCallOptions,
+  ): Promise<IdempotentOutcome<T>>;
+  /** Subscribes to replays; returns a disposer. */
+  onReplay(listener: Listener<ReplayEvent>): Disposer;
+  /** Subscribes to keys reused for another request; returns a disposer. */
+  onConflict(listener: Listener<ConflictEvent>): Disposer;
+  /** Subscribes to leases lost while a handler ran; returns a disposer. */
+  onLeaseLost(listener: Listener<LeaseLostEvent>): Disposer;
+  /** Subscribes to `complete`/`release` failures the call survived; returns a disposer. */
+  onStoreError(listener: Listener<IdempotencyStoreErrorEvent>): Disposer;
+}
+
+/** The stored record: `{ v }` a value (absent for `undefined`), or `{ e }` a stored failure. */
+interface Envelope {
+  readonly v?: unknown;
+  readonly e?: StoredFailure & { readonly expose: boolean };
+}
+
+/** The SHA-256 fingerprint of `value`'s canonical JSON (64 hex digits). */
+export function fingerprintOf(value: unknown): Promise<string> {
+  return sha256Hex(canonicalJson(value));
+}
+
+class IdempotencyImpl<Tx> implements Idempotency<Tx> {
+  readonly name: string;
+  private readonly store: IdempotencyStore<unknown>;
+  private readonly replayed = new Listeners<ReplayEvent>();
+  private readonly conflicted = new Listeners<ConflictEvent>();
+  private readonly leaseLost = new Listeners<LeaseLostEvent>();
+  private readonly storeFailed = new Listeners<IdempotencyStoreErrorEvent>();
+
+  constructor(private readonly o: ReadIdempotencyOptions) {
+    this.name = o.name;
+    this.store = o.store ?? memoryIdempotencyStore({ clock: o.clock });
+    if (o.onReplay) this.replayed.add(o.onReplay);
+    if (o.onConflict) this.conflicted.add(o.onConflict);
+    if (o.onLeaseLost) this.leaseLost.add(o.onLeaseLost);
+    if (o.onStoreError) this.storeFailed.add(o.onStoreError);
+  }
+
+  async execute<T>(
+    key: string,
+    request: unknown,
+    handler: IdempotentHandler<T, Tx>,
+    options?: IdempotentCallOptions,
+  ) {
+    return (await this.run(key, request, handler, options)).value;
+  }
+
+  async run<T>(
+    key: string,
+    request: unknown,
+    handler: IdempotentHandler<T, Tx>,
+    options?: IdempotentCallOptions,
+  ): Promise<IdempotentOutcome<T>> {
+    storeKey('key', key);
+    if (typeof handler !== 'function') throw new TypeError('expected "handler" to be a function');
+    const signal = options?.signal;
+    const fingerprint = await fingerprintOf(
+      this.o.fingerprint ? this.o.fingerprint(request as never) : request,
+    );
+    let wait: OwnerWait | undefined;
+    try {
+      for (;;) {
+        signal?.throwIfAborted();
+        const claim = await this.claim(key, fingerprint);
+        switch (claim.status) {
+          case 'claimed':
+            return { value: await this.runOwned(key, claim.token, handler, signal), replayed: false };
+          case 'completed':
+            if (this.replayed.active) this.replayed.emit({ policy: this.name, key });
+            return { value: this.replay<T>(claim.result), replayed: true };
+          case 'mismatch':
+            if (this.conflicted.active) this.conflicted.emit({ policy: this.name, key });
+            throw new IdempotencyConflictError(key);
+          default: {
+            if (!this.o.wait) throw new IdempotencyInProgressError(key, claim.retryAfterMs);
+            wait ??= new OwnerWait(this.store, key, this.o.clock, this.o.clock.now() + this.o.maxWaitMs);
+            if (wait.remaining() === 0) throw new IdempotencyInProgressError(key, claim.retryAfterMs);
+            await wait.next(claim.retryAfterMs, signal);
+          }
+        }
+      }
+    } finally {
+      wait?.close();
+    }
+  }
+
+  private async claim(key: string, fingerprint: string): Promise<ClaimResult> {
+    try {
+      return await this.store.claim(key, fingerprint, this.o.leaseMs);
+    } catch (error) {
+      throw isStoreUnavailableError(error)
+        ? error
+        : new StoreUnavailableError(
+            `idempotency store failed to claim: ${String((error as Error)?.message ?? error)}`,
+            error,
+          );
+    }
+  }
+
+  private async runOwned<T>(
+    key: string,
+    token: string,
+    handler: IdempotentHandler<T, Tx>,
+    signal: AbortSignal | undefined,
+  ): Promise<T> {
+    const lease = new LeaseKeeper(this.store, key, token, this.o.leaseMs, this.o.clock, signal, (reason) => {
+      if (this.leaseLost.active) this.leaseLost.emit({ policy: this.name, key, reason });
+    });
+    let value: T;
+    try {
+      value = this.o.transactional
+        ? await this.store.transaction!((tx) => this.runInTransaction(key, token, handler, lease, tx as Tx))
+        : await handler({ signal: lease.signal, tx: undefined as Tx });
+    } catch (error) {
+      lease.stop();
+      if (lease.lost !== undefined) throw lease.error(error);
+      await this.settleFailure(key, token, error);
+      throw error;
+    }
+    lease.stop();
+    if (this.o.transactional) return value;
+    if (lease.lost !== undefined) throw lease.error();
+    let record: string;
+    try {
+      record = storedJson(value === undefined ? {} : { v: value });
+    } catch (error) {
+      await this.settleFailure(key, token, error);
+      throw error;
+    }
+    let stored: boolean;
+    try {
+      stored = await this.store.complete(key, token, record, this.o.ttlMs);
+    } catch (error) {
+      // The work is done and its result is correct: return it. The key stays claimed until its
+      // lease ends; a retry after that runs the handler again (docs/idempotency.md).
+      this.reportStoreError(key, 'complete', error);
+      return value;
+    }
+    if (!stored) {
+      lease.lose('complete-refused');
+      throw lease.error();
+    }
+    return value;
+  }
+
+  private async runInTransaction<T>(
+    key: string,
+    token: string,
+    handler: IdempotentHandler<T, Tx>,
+    lease: LeaseKeeper,
+    tx: Tx,
+  ): Promise<T> {
+    const value = await handler({ signal: lease.signal, tx });
+    lease.stop();
+    if (lease.lost !== undefined) throw lease.error();
+    const record = storedJson(value === undefined ? {} : { v: value });
+    if (!(await this.store.complete(key, token, record, this.o.ttlMs, tx))) {
+      lease.lose('complete-refused');
+      throw lease.error();
+    }
+    return value;
+  }
+
+  /** After a failed handler: store a permanent failure `storeErrors` chose to keep, else release. */
+  private async settleFailure(key: string, token: string, error: unknown): Promise<void> {
+    const kind = classify(error);
+    const keep =
+      isPermanentKind(kind) && this.o.storeErrors !== undefined && this.o.storeErrors(error) === true;
+    try {
+      if (keep)
+        await this.store.complete(key, token, storedJson({ e: failureOf(error, kind) }), this.o.ttlMs);
+      else await this.store.release(key, token);
+    } catch (storeError) {
+      // Never mask the handler's own error with the store's.
+      this.reportStoreError(key, keep ? 'complete' : 'release', storeError);
+    }
+  }
+
+  private replay<T>(result: string): T {
+    const envelope = parseStoredJson(result) as Envelope;
+    if (envelope.e !== undefined) throw new StoredFailureError(envelope.e, envelope.e.expose);
+    return envelope.v as T;
+  }
+
+  private reportStoreError(key: string, operation: 'complete' | 'release', error: unknown): void {
+    if (this.storeFailed.active) this.storeFailed.emit({ policy: this.name, key, operation, error });
+  }
+
+  onReplay(listener: Listener<ReplayEvent>): Disposer {
+    return this.replayed.add(listener);
+  }
+  onConflict(listener: Listener<ConflictEvent>): Disposer {
+    return this.conflicted.add(listener);
+  }
+  onLeaseLost(listener: Listener<LeaseLostEvent>): Disposer {
+    return this.leaseLost.add(listener);
+  }
+  onStoreError(listener: Listener<IdempotencyStoreErrorEvent>): Disposer {
+    return this.storeFailed.add(listener);
+  }
+}
+
+/** What a stored failure keeps of `error`. */
+function failureOf(error: unknown, kind: StoredFailure['kind']): StoredFailure & { expose: boolean } {
+  const e = (typeof error === 'object' && error !== null ? error : {}) as Record<string, unknown>;
+  const status =
+    typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined;
+  return {
+    name: typeof e.name === 'string' ? e.name : 'Error',
+    message: typeof e.message === 'string' ? e.message : String(error),
+    kind,
+    ...(typeof e.code === 'string' ? { code: e.code } : {}),
+    ...(status === undefined ? {} : { status }),
+    expose: e.expose === true,
+  };
+}
+
+/**
+ * Idempotency keys: `execute(key, request, handler)` runs `handler` once per key and replays its
+ * stored result to every duplicate. In memory by default; pass `store` (Redis, PostgreSQL) to
+ * share keys between processes. Throws a `TypeError` naming a bad or unknown option.
+ *
+ * @example
+ * const payments = idempotency({ store: redisStores(redis).idempotency });
+ * const receipt = await payments.execute(request.headers['idempotency-key'], request.body, ({ signal }) =>
+ *   charge(request.body, { signal }),
+ * );
+ */
+export function idempotency<Tx>(
+  options: IdempotencyOptions<Tx> & { readonly transactional: true },
+): Idempotency<Tx>;
+export function idempotency(options?: IdempotencyOptions<unknown>): Idempotency;
+export function idempotency(options?: IdempotencyOptions<unknown>): Idempotency<unknown> {
+  return new IdempotencyImpl(readIdempotencyOptions(options));
+}

@@ -1,0 +1,37 @@
+/**
+ * What every store conformance suite shares: the parts of a test runner it needs (so
+ * `bulwark/testing` imports no test framework) and assertion helpers whose failures name the suite
+ * and say what broke.
+ */
+
+/** The parts of a test runner the suites need (vitest, jest, node:test and mocha all fit). */
+export interface ConformanceRunner {
+  describe(name: string, body: () => void): void;
+  it(name: string, body: () => Promise<void>): void;
+}
+
+/** Assertions that throw plain `Error`s prefixed with the suite's name. */
+export interface ConformanceChecks {
+  /** Fails the scenario with `message`. */
+  fail(message: string): never;
+  /** Fails unless `actual === expected`; `what` names the value. */
+  equal(actual: unknown, expected: unknown, what: string): void;
+  /** Fails unless `low ≤ actual ≤ high`; `what` names the value. */
+  within(actual: number, low: number, high: number, what: string): void;
+}
+
+/** The checks of the suite called `suite` (e.g. `rate-limit store conformance`). */
+export function conformanceChecks(suite: string): ConformanceChecks {
+  const fail = (message: string): never => {
+    throw new Error(`${suite}: ${message}`);
+  };
+  return {
+    fail,
+    equal(actual, expected, what) {
+      if (actual !== expected) fail(`${what}: expected ${String(expected)}, got ${String(actual)}`);
+    },
+    within(actual, low, high, what) {
+      if (!(actual >= low && actual <= high)) fail(`${what}: expected ${low}…${high}, got ${actual}`);
+    },
+  };
+}
