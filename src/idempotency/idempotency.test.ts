@@ -353,6 +353,27 @@ describe('idempotency: failures', () => {
     expect(await idem.execute('k', 1, () => 'again')).toBe('again');
   });
 
+  it('an abort while the claim is on its way: the key is released and the handler never runs', async () => {
+    const clock = new FakeClock();
+    const memory = memoryIdempotencyStore({ clock });
+    const controller = new AbortController();
+    const store: IdempotencyStore = {
+      ...bind(memory),
+      claim: async (...a) => {
+        const result = await memory.claim(...a);
+        controller.abort(new Error('left during the claim'));
+        return result;
+      },
+    };
+    const handler = vi.fn(() => 1);
+    const idem = idempotency({ store, clock });
+    await expect(idem.execute('k', 1, handler, { signal: controller.signal })).rejects.toThrow(
+      'left during the claim',
+    );
+    expect(handler).not.toHaveBeenCalled();
+    expect((await memory.claim('k', await fingerprintOf(1), 1_000)).status).toBe('claimed');
+  });
+
   it('an already aborted signal: nothing is claimed', async () => {
     const { idem } = setup();
     const handler = vi.fn(() => 1);

@@ -152,10 +152,15 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     try {
       for (;;) {
         signal?.throwIfAborted();
+        const sentAt = this.o.clock.now();
         const claim = await this.claim(key, fingerprint);
         switch (claim.status) {
           case 'claimed':
-            return { value: await this.runOwned(key, claim.token, handler, signal), replayed: false };
+            if (signal?.aborted) {
+              await this.settleFailure(key, claim.token, signal.reason);
+              throw signal.reason;
+            }
+            return { value: await this.runOwned(key, claim.token, sentAt, handler, signal), replayed: false };
           case 'completed':
             if (this.replayed.active) this.replayed.emit({ policy: this.name, key });
             return { value: this.replay<T>(claim.result), replayed: true };
@@ -188,15 +193,26 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     }
   }
 
+  /** Runs the handler on a claimed key; `claimedAt` is when the claim was sent (the lease began after). */
   private async runOwned<T>(
     key: string,
     token: string,
+    claimedAt: number,
     handler: IdempotentHandler<T, Tx>,
     signal: AbortSignal | undefined,
   ): Promise<T> {
-    const lease = new LeaseKeeper(this.store, key, token, this.o.leaseMs, this.o.clock, signal, (reason) => {
-      if (this.leaseLost.active) this.leaseLost.emit({ policy: this.name, key, reason });
-    });
+    const lease = new LeaseKeeper(
+      this.store,
+      key,
+      token,
+      this.o.leaseMs,
+      this.o.clock,
+      claimedAt,
+      signal,
+      (reason) => {
+        if (this.leaseLost.active) this.leaseLost.emit({ policy: this.name, key, reason });
+      },
+    );
     let value: T;
     try {
       value = this.o.transactional

@@ -31,6 +31,7 @@ export class LeaseKeeper {
     private readonly token: string,
     private readonly leaseMs: number,
     private readonly clock: Clock,
+    claimedAt: number,
     private readonly callerSignal: AbortSignal | undefined,
     private readonly onLost: (reason: LeaseLoss) => void,
   ) {
@@ -40,7 +41,7 @@ export class LeaseKeeper {
       if (callerSignal.aborted) this.onCallerAbort();
       else callerSignal.addEventListener('abort', this.onCallerAbort, { once: true });
     }
-    this.schedule(clock.now());
+    this.schedule(claimedAt);
   }
 
   /** Stops renewing; a renewal still in flight is then ignored. */
