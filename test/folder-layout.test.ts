@@ -18,6 +18,7 @@ describe('folder layout', () => {
     ['hedge', ['hedge.ts', 'options.ts', 'errors.ts']],
     ['admission', ['bulkhead.ts', 'concurrency-limit.ts', 'load-shedder.ts', 'options.ts', 'errors.ts']],
     ['node', ['load-shedder.ts', 'process-signals.ts', 'index.ts']],
+    ['idempotency', ['idempotency.ts', 'options.ts', 'errors.ts', 'store.ts', 'memory-store.ts']],
   ])('%s/ holds its roles', (folder, files) => {
     for (const file of files) expect(existsSync(join(src, folder, file)), `${folder}/${file}`).toBe(true);
   });
@@ -46,7 +47,15 @@ describe('folder layout', () => {
   });
 
   it('reads options through readOptions only, in the pattern folders', () => {
-    for (const folder of ['retry', 'timeout', 'circuit-breaker', 'hedge', 'admission', 'node']) {
+    for (const folder of [
+      'retry',
+      'timeout',
+      'circuit-breaker',
+      'hedge',
+      'admission',
+      'node',
+      'idempotency',
+    ]) {
       for (const file of readdirSync(join(src, folder))) {
         if (!file.endsWith('.ts') || file.endsWith('.test.ts')) continue;
         expect(read(join(folder, file)), `${folder}/${file}`).not.toMatch(
@@ -59,8 +68,8 @@ describe('folder layout', () => {
   // One job however long: the concurrent map's run (pulling, starting, settling, closing).
   const singleJob = new Set(['admission/map-concurrent.ts']);
 
-  it('has no source file over 320 lines doing several jobs in admission/, retry/, timeout/ or node/', () => {
-    for (const folder of ['admission', 'retry', 'timeout', 'node']) {
+  it('has no source file over 320 lines doing several jobs in admission/, retry/, timeout/, node/ or idempotency/', () => {
+    for (const folder of ['admission', 'retry', 'timeout', 'node', 'idempotency']) {
       for (const file of readdirSync(join(src, folder))) {
         if (!file.endsWith('.ts') || file.endsWith('.test.ts') || singleJob.has(`${folder}/${file}`))
           continue;

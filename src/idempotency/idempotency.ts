@@ -9,13 +9,8 @@ import { isStoreUnavailableError, StoreUnavailableError } from '../core/errors.j
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { isPermanentKind } from '../core/kind.js';
 import { storeKey } from '../core/validate.js';
-import {
-  IdempotencyConflictError,
-  IdempotencyInProgressError,
-  type StoredFailure,
-  StoredFailureError,
-} from './errors.js';
-import { canonicalJson, parseStoredJson, sha256Hex, storedJson } from './json-codec.js';
+import { IdempotencyConflictError, IdempotencyInProgressError } from './errors.js';
+import { canonicalJson, sha256Hex } from './json-codec.js';
 import { LeaseKeeper } from './lease.js';
 import { memoryIdempotencyStore } from './memory-store.js';
 import {
@@ -28,6 +23,7 @@ import {
   readIdempotencyOptions,
 } from './options.js';
 import type { ClaimResult, IdempotencyStore } from './store.js';
+import { failureRecord, readRecord, valueRecord } from './stored-record.js';
 import { OwnerWait } from './wait-for-owner.js';
 
 /** What a handler receives. */
@@ -97,12 +93,6 @@ export interface Idempotency<Tx = undefined> {
   onLeaseLost(listener: Listener<LeaseLostEvent>): Disposer;
   /** Subscribes to `complete`/`release` failures the call survived; returns a disposer. */
   onStoreError(listener: Listener<IdempotencyStoreErrorEvent>): Disposer;
-}
-
-/** The stored record: `{ v }` a value (absent for `undefined`), or `{ e }` a stored failure. */
-interface Envelope {
-  readonly v?: unknown;
-  readonly e?: StoredFailure & { readonly expose: boolean };
 }
 
 /** The SHA-256 fingerprint of `value`'s canonical JSON (64 hex digits). */
@@ -229,7 +219,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     if (lease.lost !== undefined) throw lease.error();
     let record: string;
     try {
-      record = storedJson(value === undefined ? {} : { v: value });
+      record = valueRecord(value);
     } catch (error) {
       await this.settleFailure(key, token, error);
       throw error;
@@ -260,7 +250,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     const value = await handler({ signal: lease.signal, tx });
     lease.stop();
     if (lease.lost !== undefined) throw lease.error();
-    const record = storedJson(value === undefined ? {} : { v: value });
+    const record = valueRecord(value);
     if (!(await this.store.complete(key, token, record, this.o.ttlMs, tx))) {
       lease.lose('complete-refused');
       throw lease.error();
@@ -274,8 +264,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     const keep =
       isPermanentKind(kind) && this.o.storeErrors !== undefined && this.o.storeErrors(error) === true;
     try {
-      if (keep)
-        await this.store.complete(key, token, storedJson({ e: failureOf(error, kind) }), this.o.ttlMs);
+      if (keep) await this.store.complete(key, token, failureRecord(error, kind), this.o.ttlMs);
       else await this.store.release(key, token);
     } catch (storeError) {
       // Never mask the handler's own error with the store's.
@@ -284,9 +273,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
   }
 
   private replay<T>(result: string): T {
-    const envelope = parseStoredJson(result) as Envelope;
-    if (envelope.e !== undefined) throw new StoredFailureError(envelope.e, envelope.e.expose);
-    return envelope.v as T;
+    return readRecord(result) as T;
   }
 
   private reportStoreError(key: string, operation: 'complete' | 'release', error: unknown): void {
@@ -305,21 +292,6 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
   onStoreError(listener: Listener<IdempotencyStoreErrorEvent>): Disposer {
     return this.storeFailed.add(listener);
   }
-}
-
-/** What a stored failure keeps of `error`. */
-function failureOf(error: unknown, kind: StoredFailure['kind']): StoredFailure & { expose: boolean } {
-  const e = (typeof error === 'object' && error !== null ? error : {}) as Record<string, unknown>;
-  const status =
-    typeof e.status === 'number' ? e.status : typeof e.statusCode === 'number' ? e.statusCode : undefined;
-  return {
-    name: typeof e.name === 'string' ? e.name : 'Error',
-    message: typeof e.message === 'string' ? e.message : String(error),
-    kind,
-    ...(typeof e.code === 'string' ? { code: e.code } : {}),
-    ...(status === undefined ? {} : { status }),
-    expose: e.expose === true,
-  };
 }
 
 /**
