@@ -18,11 +18,15 @@
  * - **Whose clock.** The store's: a memory store reads its `clock`, Redis `TIME` (through `PEXPIRE`
  *   and `PTTL`), PostgreSQL `clock_timestamp()`. The client's clock is never written into shared
  *   state, so processes with skewed clocks agree on every lease.
- * - **Values.** Keys are non-empty strings of well-formed UTF-16; fingerprints and results are
- *   strings the store keeps byte for byte (the caller encodes: `idempotency()` stores canonical
- *   JSON, bytes as base64).
+ * - **Values.** Keys, fingerprints and results are strings of well-formed UTF-16 (a lone
+ *   surrogate is refused with a `TypeError`: Redis would store it as U+FFFD); keys are non-empty.
+ *   The store keeps fingerprints and results exactly (the caller encodes: `idempotency()` stores
+ *   JSON, which escapes lone surrogates, with bytes as base64).
  * - **Failure.** A store that cannot decide rejects (a remote store with `StoreUnavailableError`,
- *   within its deadline); it never reports a failure as a refusal, a mismatch or a free key.
+ *   within its deadline); it never reports a failure as a refusal, a mismatch or a free key. A call
+ *   that missed its deadline may still execute on the server later: its outcome is unknown, not
+ *   "nothing happened". A late `complete` stores what its owner asked; a late `claim` holds the key
+ *   for one lease under a token nobody knows, exactly like a crashed owner.
  */
 
 /** The outcome of {@link IdempotencyStore.claim}. */

@@ -7,8 +7,10 @@ import type { Cluster, Redis } from 'ioredis';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { isClock, optionKeys, optionsObject, positive, show } from '../../core/validate.js';
 import { DEFAULT_STORE_TIMEOUT_MS, StoreDeadline } from './deadline.js';
+import { type IdempotencyRedisClient, RedisIdempotencyStore } from './idempotency.js';
 import { type RateLimitRedisClient, RedisRateLimitStore } from './rate-limit.js';
 
+export type { RedisIdempotencyStore } from './idempotency.js';
 export type { RedisRateLimitStore } from './rate-limit.js';
 
 /** Options of {@link redisStores}. */
@@ -34,6 +36,17 @@ const redisStoresOptionKeys = optionKeys<RedisStoresOptions>({ prefix: true, tim
 export interface RedisStores {
   /** The rate-limit store: pass it as `rateLimiter({ store })`. */
   readonly rateLimit: RedisRateLimitStore;
+  /**
+   * The idempotency store: pass it as `idempotency({ store })`. Its `watch` opens one subscriber
+   * connection (`client.duplicate()`) on first use.
+   */
+  readonly idempotency: RedisIdempotencyStore;
+  /**
+   * Closes the connections these stores opened themselves (the idempotency store's subscriber, if
+   * any), never `client`: disconnect that yourself. The stores' calls go on working on `client`;
+   * watches made after `close()` never wake. Idempotent; resolves once closed.
+   */
+  close(): Promise<void>;
 }
 
 /**
@@ -50,6 +63,9 @@ export interface RedisStores {
  * import { redisStores } from 'bulwark/redis';
  * const stores = redisStores(new Redis(process.env.REDIS_URL), { prefix: 'shop:' });
  * const limiter = rateLimiter({ limit: 100, periodMs: 60_000, store: stores.rateLimit });
+ * const payments = idempotency({ store: stores.idempotency, leaseMs: 10_000, ttlMs: 86_400_000 });
+ * // at shutdown, before client.disconnect():
+ * await stores.close();
  */
 export function redisStores(client: Redis | Cluster, options?: RedisStoresOptions): RedisStores {
   const c = client as unknown as Partial<RateLimitRedisClient> | null;
@@ -70,10 +86,28 @@ export function redisStores(client: Redis | Cluster, options?: RedisStoresOption
   const deadline = new StoreDeadline(clock, timeoutMs, 'Redis');
   const redis = client as unknown as RateLimitRedisClient;
   let rateLimit: RedisRateLimitStore | undefined;
+  let idempotency: RedisIdempotencyStore | undefined;
+  let closed = false;
   return {
     get rateLimit() {
       rateLimit ??= new RedisRateLimitStore(redis, prefix, deadline);
       return rateLimit;
+    },
+    get idempotency() {
+      if (idempotency === undefined) {
+        idempotency = new RedisIdempotencyStore(
+          client as unknown as IdempotencyRedisClient,
+          prefix,
+          deadline,
+        );
+        if (closed) idempotency.close();
+      }
+      return idempotency;
+    },
+    close() {
+      closed = true;
+      idempotency?.close();
+      return Promise.resolve();
     },
   };
 }
