@@ -64,9 +64,10 @@ export function connectMiddleware<Req extends IncomingMessage>(handle: RequestHa
 }
 
 /**
- * The Fastify plugin `name` (`'fastifyRateLimit'`): its `onRequest` hook runs the handler
- * `build(options, '<name> options')` returns. The options are read at registration: a `TypeError`
- * from `build` fails it (`app.ready()` rejects). The plugin is not encapsulated (it carries
+ * The Fastify plugin `name` (`'fastifyRateLimit'`): its `onRequest` hook (or `hook`: `'preHandler'`
+ * for an adapter that needs the parsed body) runs the handler `build(options, '<name> options')`
+ * returns. The options are read at registration: a `TypeError` from `build` fails it
+ * (`app.ready()` rejects). The plugin is not encapsulated (it carries
  * `Symbol.for('skip-override')`, as `fastify-plugin` sets): registered on an instance it covers
  * every route of that instance and its children; registered inside a scoped plugin, only that
  * scope. Fastify shows it as `bulwark-<name without "fastify", kebab-case>` (`bulwark-rate-limit`).
@@ -74,6 +75,7 @@ export function connectMiddleware<Req extends IncomingMessage>(handle: RequestHa
 export function fastifyPlugin<O>(
   name: string,
   build: (options: O | undefined, what: string) => RequestHandler<FastifyRequestLike>,
+  hook: 'onRequest' | 'preHandler' = 'onRequest',
 ): FastifyPluginLike<O> {
   const what = `${name} options`;
   const plugin: FastifyPluginLike<O> = (instance, options, done) => {
@@ -84,11 +86,12 @@ export function fastifyPlugin<O>(
       done(error as Error);
       return;
     }
-    const hook = (request: FastifyRequestLike, reply: FastifyReplyLike, hookDone: FastifyNext): void => {
+    const run = (request: FastifyRequestLike, reply: FastifyReplyLike, hookDone: FastifyNext): void => {
       handle(request, reply, hookDone, fastifyEdge);
     };
     // The cast: Fastify's own hook types are richer than the structural ones.
-    instance.addHook('onRequest', hook as never);
+    if (hook === 'preHandler') instance.addHook('preHandler', run as never);
+    else instance.addHook('onRequest', run as never);
     done();
   };
   // Stryker disable next-line Regex: every plugin name starts with "fastify" (fastifyRateLimit, ...), so the first match is the leading one

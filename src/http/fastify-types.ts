@@ -30,20 +30,28 @@ export interface FastifyReplyLike {
   send(payload?: unknown): FastifyReplyLike;
 }
 
-/** The parts of a Fastify instance the adapters use. */
+/**
+ * The parts of a Fastify instance the adapters use: `onRequest` hooks, and `preHandler` hooks for
+ * an adapter that needs the parsed body (idempotency).
+ */
 export interface FastifyInstanceLike {
   addHook(
     name: 'onRequest',
+    hook: (request: never, reply: never, done: (error?: Error) => void) => void,
+  ): unknown;
+  addHook(
+    name: 'preHandler',
     hook: (request: never, reply: never, done: (error?: Error) => void) => void,
   ): unknown;
 }
 
 /**
  * A Fastify plugin (callback style) taking options `O`: pass it to `app.register(plugin, options)`.
- * Every `bulwark/http` plugin is one and behaves alike: it adds an `onRequest` hook with the same
- * behaviour as its middleware, and it is not encapsulated (as `fastify-plugin` would make it), so
- * registered on an instance it covers every route of that instance and its children, registered
- * inside a scoped plugin only that scope's. A bad option fails the registration (`app.ready()`
+ * Every `bulwark/http` plugin is one and behaves alike: it adds an `onRequest` hook (`preHandler`
+ * for idempotency, which needs the parsed body) with the same behaviour as its middleware, and it
+ * is not encapsulated (as `fastify-plugin` would make it), so registered on an instance it covers
+ * every route of that instance and its children, registered inside a scoped plugin only that
+ * scope's. A bad option fails the registration (`app.ready()`
  * rejects with the `TypeError`). Fastify shows it as `bulwark-<adapter>` (`bulwark-rate-limit`).
  */
 export type FastifyPluginLike<O> = (

@@ -22,6 +22,10 @@ export type {
   FastifyReplyLike,
   FastifyRequestLike,
 } from './fastify-types.js';
+export { idempotencyMiddleware } from './idempotency.js';
+export type { StoredResponse } from './idempotency-capture.js';
+export { fastifyIdempotency } from './idempotency-fastify.js';
+export { DEFAULT_REPLAY_HEADERS, type IdempotencyHttpOptions } from './idempotency-options.js';
 export {
   fastifyLoadShedding,
   type LoadSheddingOptions,
