@@ -14,9 +14,12 @@ import { inferredResilient, smartResilience } from '../circuit-breaker/smart.js'
 import { hedge } from '../hedge/hedge.js';
 import { bulkheadMiddleware, fastifyBulkhead } from '../http/bulkhead.js';
 import type { FastifyInstanceLike } from '../http/fastify-types.js';
+import { fastifyIdempotency, idempotencyMiddleware } from '../http/index.js';
 import { fastifyLoadShedding, loadSheddingMiddleware } from '../http/load-shedding.js';
 import { problemReply, problemResponse } from '../http/problem-response.js';
 import { fastifyRateLimit, rateLimitMiddleware } from '../http/rate-limit.js';
+import { idempotency } from '../idempotency/idempotency.js';
+import { memoryIdempotencyStore } from '../idempotency/memory-store.js';
 import { loadShedder } from '../node/load-shedder.js';
 import { processSignals } from '../node/process-signals.js';
 import { memoryRateLimitStore } from '../rate-limit/memory-store.js';
@@ -121,6 +124,23 @@ const rows: [string, () => unknown, string, string | null][] = [
   ['fullJitter', () => fullJitter({ maxMS: 1 } as never), 'maxMS', 'maxMs'],
   ['decorrelatedJitter', () => decorrelatedJitter({ baseMS: 1 } as never), 'baseMS', 'baseMs'],
   ['memoryRateLimitStore', () => memoryRateLimitStore({ maxKey: 1 } as never), 'maxKey', 'maxKeys'],
+  ['idempotency', () => idempotency({ leaseMS: 1 } as never), 'leaseMS', 'leaseMs'],
+  ['memoryIdempotencyStore', () => memoryIdempotencyStore({ maxKey: 1 } as never), 'maxKey', 'maxKeys'],
+  [
+    'idempotencyMiddleware',
+    () => idempotencyMiddleware({ idempotency: idempotency(), requird: false } as never),
+    'requird',
+    'required',
+  ],
+  [
+    'fastifyIdempotency',
+    () =>
+      pluginError((done) =>
+        fastifyIdempotency(fastify, { idempotency: idempotency(), method: [] } as never, done),
+      ),
+    'method',
+    'methods',
+  ],
   ['redisStores', () => redisStores(fakeRedis, { prefx: 'x' } as never), 'prefx', 'prefix'],
   [
     'rateLimitMiddleware',
