@@ -1,5 +1,100 @@
 /**
- * `bulwark/postgres`: reserved entry point. Its patterns land with their issues (see docs/);
- * until then it exports nothing.
+ * `bulwark/postgres`: PostgreSQL-backed stores for the distributed patterns, on a `pg` Pool or an
+ * embedded PGlite instance (`@electric-sql/pglite`, no server). `await stores.migrate()` creates
+ * their tables; every store call has its own deadline (`timeoutMs`, default 1000 ms) and fails with
+ * `StoreUnavailableError`; time always comes from the database's `clock_timestamp()`.
  */
-export {};
+import { show } from '../../core/validate.js';
+import { type Database, isPGlite, isPgPool, type PostgresDatabase } from './database.js';
+import { QueryDeadline } from './deadline.js';
+import { PostgresIdempotencyStore } from './idempotency.js';
+import { type MigrateResult, migrate } from './migrate.js';
+import { type PostgresStoresOptions, readPostgresStoresOptions } from './options.js';
+import { PgDatabase } from './pg-database.js';
+import { PGliteDatabase } from './pglite-database.js';
+
+export type {
+  PGliteLike,
+  PgPoolClientLike,
+  PgPoolLike,
+  PostgresDatabase,
+  PostgresTransaction,
+} from './database.js';
+export type { PostgresIdempotencyStore } from './idempotency.js';
+export type { MigrateResult } from './migrate.js';
+export type { PostgresStoresOptions } from './options.js';
+
+/**
+ * The PostgreSQL stores of one database, from {@link postgresStores}. Each store is created on first
+ * access.
+ *
+ * @example
+ * const stores = postgresStores(pool);
+ * await stores.migrate();
+ * const payments = idempotency({ store: stores.idempotency });
+ * // at shutdown
+ * await stores.close();
+ */
+export interface PostgresStores {
+  /** The schema the tables live in. */
+  readonly schema: string;
+  /** The idempotency store: pass it as `idempotency({ store })`. */
+  readonly idempotency: PostgresIdempotencyStore;
+  /**
+   * Creates or upgrades the stores' tables in `schema` (created if missing): applies, in one
+   * transaction, the migrations not applied yet, and records them in `<schema>.migrations`.
+   * Idempotent, never destructive, and safe when several processes migrate at once (a
+   * transaction-scoped advisory lock, which PgBouncer's transaction pooling keeps). Each statement
+   * has a 30 s deadline. Rejects with `StoreUnavailableError` when the database fails.
+   */
+  migrate(): Promise<MigrateResult>;
+  /**
+   * Stops the stores' timers and closes the connection opened for notifications, if any. Never ends
+   * your pool or PGlite instance. The stores still answer afterwards, without `watch` wake-ups.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * PostgreSQL-backed stores for every pattern that has one, sharing `db`: a `pg` Pool, or a PGlite
+ * instance (embedded PostgreSQL, for tests, the edge or a single process). Throws a `TypeError` for
+ * anything else (a `pg` Client included: pass a Pool) or a bad option. Run `await stores.migrate()`
+ * once at start-up (every process may: it is safe concurrently).
+ *
+ * On `pg`, each call checks out a client for one statement; past `timeoutMs` that client is
+ * destroyed and the statement cancelled. On PGlite every multi-statement operation uses its
+ * `transaction()`, and a deadline only ends the wait (see docs/stores.md).
+ *
+ * @example
+ * import pg from 'pg';
+ * import { idempotency } from 'bulwark';
+ * import { postgresStores } from 'bulwark/postgres';
+ *
+ * const stores = postgresStores(new pg.Pool({ connectionString: process.env.DATABASE_URL }));
+ * await stores.migrate();
+ * const payments = idempotency({ store: stores.idempotency, leaseMs: 10_000, ttlMs: 86_400_000 });
+ */
+export function postgresStores(db: PostgresDatabase, options?: PostgresStoresOptions): PostgresStores {
+  const pglite = isPGlite(db);
+  if (!pglite && !isPgPool(db)) {
+    throw new TypeError(`expected "db" to be a pg Pool or a PGlite instance, got ${show(db)}`);
+  }
+  const o = readPostgresStoresOptions(options);
+  const deadline = new QueryDeadline(o.clock, o.timeoutMs, pglite ? 'PGlite' : 'PostgreSQL');
+  const database: Database = pglite ? new PGliteDatabase(db, deadline) : new PgDatabase(db, deadline);
+  const notifications = o.listen ? () => database.notifications() : undefined;
+  let idempotency: PostgresIdempotencyStore | undefined;
+  return {
+    schema: o.schema,
+    get idempotency() {
+      idempotency ??= new PostgresIdempotencyStore(database, o.schema, o.clock, notifications);
+      return idempotency;
+    },
+    migrate: () => migrate(database, o.schema),
+    async close() {
+      idempotency?.stop();
+      await database.close();
+      deadline.stop();
+    },
+  };
+}

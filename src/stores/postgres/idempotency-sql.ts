@@ -1,0 +1,76 @@
+/**
+ * The statements of the PostgreSQL idempotency store, one per decision, for the table in `schema`
+ * (quoted). Time is always `clock_timestamp()`; `expires_at` is the lease end while PROCESSING and
+ * the retention end once COMPLETED. Completion and release send `pg_notify` in the same statement.
+ */
+
+/** The longest key sent as a notification payload (PostgreSQL's limit is 8000 bytes); longer keys send '' (wake all). */
+const MAX_PAYLOAD_BYTES = 7_000;
+
+const payload = `CASE WHEN octet_length(key) <= ${MAX_PAYLOAD_BYTES} THEN key ELSE '' END`;
+const ms = (param: string): string => `clock_timestamp() + ${param}::float8 * interval '1 millisecond'`;
+
+/** The SQL of each decision on `<schema>.idempotency_keys`. */
+export interface IdempotencySql {
+  /** $1 key, $2 fingerprint, $3 new token, $4 leaseMs → rows of (outcome, result, remaining_ms). */
+  readonly claim: string;
+  /** $1 key, $2 token, $3 result (bytea), $4 ttlMs, $5 channel → one row (n). */
+  readonly complete: string;
+  /** $1 key, $2 token, $3 channel → one row (n). */
+  readonly release: string;
+  /** $1 key, $2 token, $3 leaseMs → one row per renewed record. */
+  readonly renew: string;
+  /** $1 batch size → one row (n). */
+  readonly reap: string;
+}
+
+/** The statements for the table in `schema` (already quoted). */
+export function idempotencySql(schema: string): IdempotencySql {
+  const table = `${schema}.idempotency_keys`;
+  const owned = `key = $1 AND token = $2 AND status = 'PROCESSING' AND expires_at > clock_timestamp()`;
+  return {
+    // A live record (as of the statement's snapshot) answers; otherwise insert, or take over an
+    // expired record in place. A row committed by a concurrent claim after our snapshot makes both
+    // parts empty (ON CONFLICT sees it live and leaves it): the caller runs the statement again.
+    claim: `WITH live AS (
+        SELECT fingerprint, status, result, expires_at FROM ${table}
+        WHERE key = $1 AND expires_at > clock_timestamp()
+      ), claimed AS (
+        INSERT INTO ${table} AS r (key, fingerprint, status, token, result, expires_at, created_at)
+        SELECT $1, $2, 'PROCESSING', $3, NULL, ${ms('$4')}, clock_timestamp()
+        WHERE NOT EXISTS (SELECT 1 FROM live)
+        ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, status = 'PROCESSING',
+          token = excluded.token, result = NULL, expires_at = excluded.expires_at,
+          created_at = excluded.created_at
+        WHERE r.expires_at <= clock_timestamp()
+        RETURNING 1
+      )
+      SELECT 'claimed' AS outcome, NULL::bytea AS result, NULL::float8 AS remaining_ms FROM claimed
+      UNION ALL
+      SELECT CASE WHEN fingerprint <> $2 THEN 'mismatch'
+                  WHEN status = 'COMPLETED' THEN 'completed' ELSE 'in_progress' END,
+             CASE WHEN fingerprint = $2 AND status = 'COMPLETED' THEN result END,
+             CASE WHEN status = 'PROCESSING'
+                  THEN extract(epoch FROM expires_at - clock_timestamp())::float8 * 1000 END
+      FROM live`,
+    complete: `WITH done AS (
+        UPDATE ${table} SET status = 'COMPLETED', result = $3::bytea, expires_at = ${ms('$4')}
+        WHERE ${owned} RETURNING key
+      ), woken AS (SELECT pg_notify($5, ${payload}) FROM done)
+      SELECT count(*)::int AS n FROM woken`,
+    release: `WITH gone AS (
+        DELETE FROM ${table} WHERE ${owned} RETURNING key
+      ), woken AS (SELECT pg_notify($3, ${payload}) FROM gone)
+      SELECT count(*)::int AS n FROM woken`,
+    renew: `UPDATE ${table} SET expires_at = ${ms('$3')} WHERE ${owned} RETURNING 1 AS renewed`,
+    // The outer test is checked again on a row that changed while we waited for it (a takeover
+    // made it live): only rows still expired are deleted.
+    reap: `WITH gone AS (
+        DELETE FROM ${table} WHERE expires_at < clock_timestamp() AND key IN (
+          SELECT key FROM ${table} WHERE expires_at < clock_timestamp()
+          ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      )
+      SELECT count(*)::int AS n FROM gone`,
+  };
+}

@@ -1,0 +1,225 @@
+/**
+ * The PostgreSQL idempotency store: `postgresStores(db).idempotency`. One table
+ * (`<schema>.idempotency_keys`), one statement per decision, time from `clock_timestamp()`. See
+ * `idempotency/store.ts` for the contract it keeps and `idempotency-sql.ts` for the statements.
+ */
+import type { Clock } from '../../core/clock.js';
+import { StoreUnavailableError } from '../../core/errors.js';
+import { show, storeKey } from '../../core/validate.js';
+import type { ClaimResult, IdempotencyStore } from '../../idempotency/store.js';
+import type { Database, Notifications, PostgresTransaction } from './database.js';
+import { type IdempotencySql, idempotencySql } from './idempotency-sql.js';
+import { channelName, quoteIdent } from './identifiers.js';
+import { Reaper } from './reaper.js';
+
+/** How often expired records are deleted, in milliseconds. */
+export const REAP_INTERVAL_MS = 60_000;
+/** Most records one reaper statement deletes. */
+export const REAP_BATCH = 1_000;
+/** Most reaper statements one `reap()` runs (so one call stays bounded). */
+const REAP_MAX_BATCHES = 100;
+/** How often a claim that lost a race to a concurrent commit is run again before giving up. */
+const CLAIM_ATTEMPTS = 5;
+
+interface ClaimRow {
+  readonly outcome: 'claimed' | 'completed' | 'in_progress' | 'mismatch';
+  readonly result: Uint8Array | null;
+  readonly remaining_ms: number | null;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/** `value` as a key or fingerprint: a non-empty well-formed string without U+0000 (text cannot hold it). */
+function textValue(name: string, value: unknown): string {
+  const text = storeKey(name, value);
+  if (text.includes('\u0000')) {
+    throw new TypeError(
+      `expected "${name}" to contain no U+0000 (PostgreSQL text cannot hold it), got ${show(value)}`,
+    );
+  }
+  return text;
+}
+
+/** A positive duration in whole milliseconds, for a lease or a retention. */
+function duration(name: string, value: unknown): number {
+  if (!Number.isInteger(value) || (value as number) < 1) {
+    throw new TypeError(`expected "${name}" to be a positive integer, got ${show(value)}`);
+  }
+  return value as number;
+}
+
+/**
+ * Idempotency records in PostgreSQL (or PGlite), from `postgresStores(db).idempotency`; pass it as
+ * `idempotency({ store })`. Keeps the contract of `IdempotencyStore` (see `bulwark`'s
+ * `idempotency/store.ts`): `claim` is one statement (insert, or take over an expired record, or
+ * answer from the live one), `complete`/`release`/`renew` are one compare-and-set statement each on
+ * the owner's token, status and unexpired lease. Results are stored as UTF-8 bytes (`bytea`), byte
+ * for byte; keys and fingerprints as `text` (U+0000 is refused with a `TypeError`).
+ *
+ * Every call fails with `StoreUnavailableError` when the database fails or misses the store set's
+ * deadline (`timeoutMs`). Expired records are deleted in batches every minute (from the first
+ * claim until `stores.close()`), and by {@link reap}.
+ *
+ * @example
+ * const stores = postgresStores(pool);
+ * await stores.migrate();
+ * const payments = idempotency({ store: stores.idempotency, leaseMs: 10_000, ttlMs: 86_400_000 });
+ */
+export class PostgresIdempotencyStore implements IdempotencyStore<PostgresTransaction> {
+  /**
+   * Calls `wake` soon after `key` is completed or released by any process (LISTEN/NOTIFY; the
+   * notification is sent by the same statement as the change). Absent with `listen: false`. A hint
+   * only: waiters poll as well.
+   */
+  readonly watch?: (key: string, wake: () => void) => () => void;
+  private readonly sql: IdempotencySql;
+  private readonly channel: string;
+  private readonly reaper: Reaper;
+  private readonly watchers = new Map<string, Set<() => void>>();
+  private subscribed = false;
+
+  /** @internal Built by `postgresStores`. */
+  constructor(
+    private readonly db: Database,
+    schema: string,
+    clock: Clock,
+    private readonly notifications: (() => Notifications) | undefined,
+  ) {
+    this.sql = idempotencySql(quoteIdent(schema));
+    this.channel = channelName(schema, 'idempotency');
+    this.reaper = new Reaper(clock, REAP_INTERVAL_MS, () => this.reap());
+    if (notifications !== undefined) this.watch = (key, wake) => this.subscribe(key, wake);
+  }
+
+  async claim(key: string, fingerprint: string, leaseMs: number): Promise<ClaimResult> {
+    textValue('key', key);
+    textValue('fingerprint', fingerprint);
+    duration('leaseMs', leaseMs);
+    this.reaper.start();
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+      const token = crypto.randomUUID();
+      const rows = await this.db.query<ClaimRow>(this.sql.claim, [key, fingerprint, token, leaseMs]);
+      const row = rows[0];
+      if (row === undefined) continue; // lost a race to a concurrent commit: decide again
+      switch (row.outcome) {
+        case 'claimed':
+          return { status: 'claimed', token };
+        case 'completed':
+          return { status: 'completed', result: decoder.decode(row.result ?? new Uint8Array()) };
+        case 'in_progress':
+          return { status: 'in_progress', retryAfterMs: Math.max(1, Math.ceil(row.remaining_ms ?? 1)) };
+        default:
+          return { status: 'mismatch' };
+      }
+    }
+    throw new StoreUnavailableError(
+      `${this.db.what}: the claim of an idempotency key kept losing races (${CLAIM_ATTEMPTS} attempts)`,
+    );
+  }
+
+  async complete(
+    key: string,
+    token: string,
+    result: string,
+    ttlMs: number,
+    tx?: PostgresTransaction,
+  ): Promise<boolean> {
+    duration('ttlMs', ttlMs);
+    if (typeof result !== 'string')
+      throw new TypeError(`expected "result" to be a string, got ${show(result)}`);
+    const params = [key, token, encoder.encode(result), ttlMs, this.channel];
+    const rows =
+      tx === undefined
+        ? await this.db.query<{ n: number }>(this.sql.complete, params)
+        : await this.db.queryIn<{ n: number }>(tx, this.sql.complete, params);
+    return rows[0]?.n === 1;
+  }
+
+  async release(key: string, token: string): Promise<boolean> {
+    const rows = await this.db.query<{ n: number }>(this.sql.release, [key, token, this.channel]);
+    return rows[0]?.n === 1;
+  }
+
+  async renew(key: string, token: string, leaseMs: number): Promise<boolean> {
+    duration('leaseMs', leaseMs);
+    // On PGlite a renewal during a transactional handler joins the transaction holding the session.
+    const rows = await this.db.query(this.sql.renew, [key, token, leaseMs], undefined, true);
+    return rows.length === 1;
+  }
+
+  /**
+   * Runs `work(tx)` in one transaction and commits when it resolves (rolls back and rejects with its
+   * error when it rejects). Write your own effects with `tx.query(text, params)` and call
+   * `complete(key, token, result, ttlMs, tx)` inside: both commit or neither. On PGlite the
+   * transaction holds the session: inside `work` use only `tx`, never the store's other methods
+   * (they would wait for the session until their deadline).
+   *
+   * @example
+   * await stores.idempotency.transaction(async (tx) => {
+   *   await tx.query('INSERT INTO orders (id) VALUES ($1)', [orderId]);
+   *   if (!(await stores.idempotency.complete(key, token, result, ttlMs, tx))) throw new Error('lease lost');
+   * });
+   */
+  transaction<T>(work: (tx: PostgresTransaction) => Promise<T>): Promise<T> {
+    return this.db.transaction(work);
+  }
+
+  /**
+   * Deletes expired records (a lease or retention that has ended), at most 1,000 per statement and
+   * 100 statements per call; resolves with how many it deleted. Live records are never touched.
+   * Runs every minute by itself; call it yourself to clean up at a time of your choosing.
+   */
+  async reap(): Promise<number> {
+    let total = 0;
+    for (let batch = 0; batch < REAP_MAX_BATCHES; batch++) {
+      const rows = await this.db.query<{ n: number }>(this.sql.reap, [REAP_BATCH]);
+      const n = rows[0]?.n ?? 0;
+      total += n;
+      if (n < REAP_BATCH) break;
+    }
+    return total;
+  }
+
+  /** @internal Stops the reaper (from `stores.close()`). */
+  stop(): void {
+    this.reaper.stop();
+  }
+
+  private subscribe(key: string, wake: () => void): () => void {
+    let set = this.watchers.get(key);
+    if (set === undefined) {
+      set = new Set();
+      this.watchers.set(key, set);
+    }
+    set.add(wake);
+    const own = set;
+    if (!this.subscribed) {
+      this.subscribed = true;
+      try {
+        this.notifications!().subscribe(this.channel, (payload) => this.woken(payload));
+      } catch {
+        // Watching is a hint: a store that cannot listen leaves waiters to poll.
+      }
+    }
+    return () => {
+      own.delete(wake);
+      if (own.size === 0 && this.watchers.get(key) === own) this.watchers.delete(key);
+    };
+  }
+
+  /** A notification: `payload` is the key, or '' for a key too long to send (wakes every watcher). */
+  private woken(payload: string): void {
+    const sets = payload === '' ? [...this.watchers.values()] : [this.watchers.get(payload)];
+    for (const set of sets) {
+      if (set === undefined) continue;
+      for (const wake of [...set]) {
+        try {
+          wake();
+        } catch {
+          // A watcher's failure is its own.
+        }
+      }
+    }
+  }
+}

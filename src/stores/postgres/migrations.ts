@@ -1,0 +1,37 @@
+/**
+ * The migrations of every PostgreSQL store, in order: one plain list, appended to as patterns land
+ * (locks, the saga log, the outbox). A migration only adds (`CREATE … IF NOT EXISTS`, new columns
+ * with defaults): never drop, rename or rewrite, so an older process keeps working beside a newer
+ * one, and re-running one is harmless. Its `version` is its position (1, 2, …) and never changes.
+ */
+
+/** One migration: its statements, run in order in the migration transaction. */
+export interface Migration {
+  /** 1 for the first, then +1 each; recorded in `<schema>.migrations` once applied. */
+  readonly version: number;
+  /** What it does, for the `migrations` table and for people. */
+  readonly name: string;
+  /** The statements, given the quoted schema (e.g. `"bulwark"`). One statement each (PGlite). */
+  readonly statements: (schema: string) => readonly string[];
+}
+
+/** Every migration, oldest first. Append only. */
+export const migrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'idempotency keys',
+    statements: (s) => [
+      `CREATE TABLE IF NOT EXISTS ${s}.idempotency_keys (
+        key text PRIMARY KEY,
+        fingerprint text NOT NULL,
+        status text NOT NULL CHECK (status IN ('PROCESSING', 'COMPLETED')),
+        token text NOT NULL,
+        result bytea,
+        expires_at timestamptz NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        CHECK ((status = 'COMPLETED') = (result IS NOT NULL))
+      )`,
+      `CREATE INDEX IF NOT EXISTS idempotency_keys_expires_at ON ${s}.idempotency_keys (expires_at)`,
+    ],
+  },
+];

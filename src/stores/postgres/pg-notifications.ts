@@ -1,0 +1,161 @@
+/**
+ * LISTEN on `pg`: at most one dedicated connection per store set, opened on the first subscription
+ * (`new pool.Client(pool.options)`, as pg-pool builds its own clients; a pool without that class
+ * lends one of its clients instead). Its socket is unref'd, so it never keeps the process alive.
+ * When it drops, it is reopened (after a second) while anyone still listens, and every channel is
+ * listened to again; notifications sent meanwhile are lost, which is fine: they are hints, and
+ * waiters poll as well.
+ */
+import type { Clock, TimerHandle } from '../../core/clock.js';
+import type { Notifications, PgPoolClientLike, PgPoolLike } from './database.js';
+import { quoteIdent } from './identifiers.js';
+import type { PgStandaloneClient } from './pg-database.js';
+
+/** How long after a drop the connection is reopened, in milliseconds. */
+const REOPEN_MS = 1_000;
+
+interface ListenClient {
+  query(text: string): Promise<unknown>;
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  /** Closes it: `end()` for a client of ours, `release(error)` for a pool's. */
+  close(): void;
+}
+
+interface PoolInternals {
+  readonly options?: Record<string, unknown>;
+  readonly Client?: new (options: Record<string, unknown>) => PgStandaloneClient;
+}
+
+function unrefSocket(client: unknown): void {
+  const stream = (client as { connection?: { stream?: { unref?: () => void } } }).connection?.stream;
+  stream?.unref?.();
+}
+
+/** Notifications on one dedicated `pg` connection (see the module doc). */
+export class PgNotifications implements Notifications {
+  private readonly channels = new Map<string, Set<(payload: string) => void>>();
+  private client: ListenClient | undefined;
+  private opening = false;
+  private reopenTimer: TimerHandle | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly pool: PgPoolLike,
+    private readonly clock: Clock,
+  ) {}
+
+  subscribe(channel: string, onNotify: (payload: string) => void): () => void {
+    if (this.closed) return () => {};
+    let listeners = this.channels.get(channel);
+    if (listeners === undefined) {
+      listeners = new Set();
+      this.channels.set(channel, listeners);
+      if (this.client !== undefined) this.listen(this.client, [channel]);
+    }
+    listeners.add(onNotify);
+    if (this.client === undefined) this.open();
+    return () => {
+      listeners.delete(onNotify);
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.reopenTimer !== undefined) this.clock.clearTimer(this.reopenTimer);
+    this.reopenTimer = undefined;
+    const client = this.client;
+    this.client = undefined;
+    client?.close();
+  }
+
+  private open(): void {
+    if (this.opening || this.closed) return;
+    this.opening = true;
+    this.connect().then(
+      (client) => {
+        this.opening = false;
+        if (this.closed) {
+          client.close();
+          return;
+        }
+        this.client = client;
+        this.listen(client, [...this.channels.keys()]);
+      },
+      () => {
+        this.opening = false;
+        this.reopenLater();
+      },
+    );
+  }
+
+  /** A connected client with our listeners on it. */
+  private async connect(): Promise<ListenClient> {
+    const { Client, options } = this.pool as unknown as PoolInternals;
+    let client: ListenClient;
+    if (typeof Client === 'function') {
+      const own = new Client({ ...options });
+      client = {
+        query: (text) => own.query(text),
+        on: (event, listener) => own.on(event, listener),
+        close: () => {
+          own.end().catch(() => {});
+        },
+      };
+      own.on('error', () => this.dropped(client));
+      own.on('end', () => this.dropped(client));
+      await own.connect();
+      unrefSocket(own);
+    } else {
+      const lent: PgPoolClientLike = await this.pool.connect();
+      const events = lent as unknown as Pick<ListenClient, 'on'>;
+      client = {
+        query: (text) => lent.query(text),
+        on: (event, listener) => events.on(event, listener),
+        close: () => lent.release(true),
+      };
+      events.on('error', () => this.dropped(client));
+      events.on('end', () => this.dropped(client));
+    }
+    client.on('notification', ((message: { channel: string; payload?: string }) =>
+      this.notify(message.channel, message.payload ?? '')) as (...args: never[]) => void);
+    return client;
+  }
+
+  private listen(client: ListenClient, channels: readonly string[]): void {
+    if (channels.length === 0) return;
+    // Simple protocol (no parameters): several LISTENs in one round trip.
+    const text = channels.map((channel) => `LISTEN ${quoteIdent(channel)}`).join('; ');
+    client.query(text).catch(() => this.dropped(client));
+  }
+
+  private notify(channel: string, payload: string): void {
+    const listeners = this.channels.get(channel);
+    if (listeners === undefined) return;
+    for (const onNotify of listeners) {
+      try {
+        onNotify(payload);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+  }
+
+  private dropped(client: ListenClient): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    client.close();
+    this.reopenLater();
+  }
+
+  private reopenLater(): void {
+    if (this.closed || this.reopenTimer !== undefined) return;
+    const hasListeners = [...this.channels.values()].some((listeners) => listeners.size > 0);
+    if (!hasListeners) return;
+    const clock = this.clock;
+    this.reopenTimer = clock.setTimer(() => {
+      this.reopenTimer = undefined;
+      this.open();
+    }, REOPEN_MS);
+    clock.keepAlive?.(this.reopenTimer, false);
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * `stores.migrate()` on a real server: concurrent migrations from several pools apply each migration
+ * once, a second run is a no-op, schemas are independent, and nothing is dropped. Also on PGlite.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import { describe, expect, it } from 'vitest';
+import { postgresStores } from '../../src/stores/postgres/index.js';
+import { migrations } from '../../src/stores/postgres/migrations.js';
+import { usePostgres } from '../support/services.js';
+
+const pg = await usePostgres();
+const latest = migrations.map((m) => m.version);
+
+pg.describe('migrations on PostgreSQL (pg)', () => {
+  /** Runs `body` with extra schemas of its own, dropped afterwards. */
+  async function withSchemas(names: string[], body: () => Promise<void>): Promise<void> {
+    try {
+      await body();
+    } finally {
+      for (const name of names) await pg.admin().query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+    }
+  }
+
+  it('concurrent migrate() from several pools: no error, each migration applied once; then a no-op', async () => {
+    const schema = `${pg.schema}_c`;
+    await withSchemas([schema], async () => {
+      const stores = Array.from({ length: 6 }, () => postgresStores(pg.pool({ max: 2 }), { schema }));
+      const results = await Promise.all(stores.map((s) => s.migrate()));
+      expect(results.filter((r) => r.applied.length > 0)).toEqual([{ applied: latest }]);
+      const { rows } = await pg
+        .admin()
+        .query<{ version: number }>(`SELECT version FROM "${schema}".migrations ORDER BY version`);
+      expect(rows.map((r) => r.version)).toEqual(latest);
+      expect(await stores[0]!.migrate()).toEqual({ applied: [] });
+      await Promise.all(stores.map((s) => s.close()));
+    });
+  });
+
+  it('a second schema is independent; migrating again keeps the data', async () => {
+    const other = `${pg.schema}_b`;
+    await withSchemas([other], async () => {
+      const pool = pg.pool();
+      const a = postgresStores(pool, { schema: pg.schema });
+      const b = postgresStores(pool, { schema: other });
+      expect(await a.migrate()).toEqual({ applied: latest });
+      const claim = await a.idempotency.claim('k', 'fp', 60_000);
+      expect(claim.status).toBe('claimed');
+      expect(await b.migrate()).toEqual({ applied: latest });
+      expect((await b.idempotency.claim('k', 'fp', 60_000)).status).toBe('claimed');
+      expect(await a.migrate()).toEqual({ applied: [] });
+      expect((await a.idempotency.claim('k', 'fp', 60_000)).status).toBe('in_progress');
+      await Promise.all([a.close(), b.close()]);
+    });
+  });
+
+  it('creates the documented table: CHECK on status, an index on expires_at', async () => {
+    const stores = postgresStores(pg.pool(), { schema: pg.schema });
+    await stores.migrate();
+    const admin = pg.admin();
+    const { rows: columns } = await admin.query<{ column_name: string; data_type: string }>(
+      'SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position',
+      [pg.schema, 'idempotency_keys'],
+    );
+    expect(columns.map((c) => `${c.column_name} ${c.data_type}`)).toEqual([
+      'key text',
+      'fingerprint text',
+      'status text',
+      'token text',
+      'result bytea',
+      'expires_at timestamp with time zone',
+      'created_at timestamp with time zone',
+    ]);
+    const { rows: indexes } = await admin.query<{ indexdef: string }>(
+      'SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = $2',
+      [pg.schema, 'idempotency_keys'],
+    );
+    expect(indexes.some((i) => i.indexdef.includes('(expires_at)'))).toBe(true);
+    await expect(
+      admin.query(
+        `INSERT INTO "${pg.schema}".idempotency_keys (key, fingerprint, status, token, expires_at) VALUES ('x', 'f', 'DONE', 't', now())`,
+      ),
+    ).rejects.toThrow(/check constraint/);
+    await stores.close();
+  });
+});
+
+describe('migrations on PGlite', () => {
+  it('migrates once, then is a no-op; schemas are independent', async () => {
+    const db = new PGlite();
+    try {
+      const a = postgresStores(db, { schema: 'a' });
+      const b = postgresStores(db, { schema: 'b b' });
+      const [first, second] = await Promise.all([a.migrate(), a.migrate()]);
+      expect([first, second]).toContainEqual({ applied: latest });
+      expect([first, second]).toContainEqual({ applied: [] });
+      expect(await b.migrate()).toEqual({ applied: latest });
+      const { rows } = await db.query<{ version: number }>('SELECT version FROM a.migrations');
+      expect(rows.map((r) => r.version)).toEqual(latest);
+    } finally {
+      await db.close();
+    }
+  }, 30_000);
+});
