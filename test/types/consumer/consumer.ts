@@ -18,9 +18,12 @@ import {
   fallback,
   fullJitter,
   hedge,
+  idempotency,
+  idempotencyKey,
   inferredResilient,
   linear,
   mapConcurrent,
+  memoryIdempotencyStore,
   memoryRateLimitStore,
   type Policy,
   pipeline,
@@ -35,22 +38,28 @@ import {
   timeout,
   toProblem,
   loadShedder as webLoadShedder,
+  withIdempotencyKey,
 } from 'bulwark';
 import {
   bulkheadMiddleware,
   type fastifyBulkhead,
+  fastifyIdempotency,
   type fastifyLoadShedding,
   type fastifyRateLimit,
+  idempotencyMiddleware,
   loadSheddingMiddleware,
   problemReply,
   rateLimitMiddleware,
 } from 'bulwark/http';
 import { loadShedder, processSignals } from 'bulwark/node';
+import { type PostgresTransaction, postgresStores } from 'bulwark/postgres';
 import { redisStores } from 'bulwark/redis';
 import { FakeClock, seededRandom } from 'bulwark/testing';
 import type { Redis } from 'ioredis';
+import type { Pool } from 'pg';
 
 declare const redis: Redis;
+declare const pool: Pool;
 declare const maybeSignal: AbortSignal | undefined;
 declare const maybeDeadline: number | undefined;
 
@@ -252,19 +261,77 @@ const pluginOptions: [
 ];
 const reply = problemReply(error, { instance: undefined, headers: undefined, retryAfterMs: undefined });
 
+// idempotency keys
+const idempotencyStore = memoryIdempotencyStore({ maxKeys: undefined, clock: undefined });
+const payments = idempotency({
+  store: idempotencyStore,
+  leaseMs: undefined,
+  ttlMs: undefined,
+  wait: undefined,
+  maxWaitMs: undefined,
+  transactional: undefined,
+  fingerprint: undefined,
+  storeErrors: undefined,
+  name: undefined,
+  clock: undefined,
+  onReplay: undefined,
+  onConflict: undefined,
+  onLeaseLost: undefined,
+  onStoreError: undefined,
+});
+const charged: Promise<{ id: string }> = payments.execute(
+  'k',
+  { cents: 1 },
+  ({ signal }) => ({ id: signal.aborted ? '' : 'p' }),
+  {
+    signal: maybeSignal,
+  },
+);
+const pgStores = postgresStores(pool, { schema: undefined, timeoutMs: undefined });
+const ledger = idempotency({ store: pgStores.idempotency, transactional: true });
+const written = ledger.execute('k', 1, async ({ tx }: { tx: PostgresTransaction }) => {
+  await tx.query('SELECT 1', []);
+  return 1;
+});
+const onRedis = idempotency({ store: redisStores(redis).idempotency });
+const keyed = withIdempotencyKey(retry()).execute(({ idempotencyKey: key }) => key, {
+  idempotencyKey: undefined,
+  signal: maybeSignal,
+  deadline: maybeDeadline,
+});
+const derived: Promise<string> = idempotencyKey('charge', 42);
+const idempotencyEdge = [
+  idempotencyMiddleware({
+    idempotency: payments,
+    required: undefined,
+    methods: undefined,
+    tenant: undefined,
+    maxBodyBytes: undefined,
+    replayHeaders: undefined,
+    abandonAfterMs: undefined,
+  }),
+  fastifyIdempotency,
+];
+
 export {
   budget,
+  charged,
   clock,
   composed,
   context,
+  derived,
+  idempotencyEdge,
   inferred,
+  keyed,
   live,
   mapped,
   middlewares,
+  onRedis,
   pluginOptions,
   problem,
   reply,
   smart,
   value,
   waited,
+  written,
 };
