@@ -71,7 +71,9 @@ export interface IdempotencyStore<Tx = undefined> {
   renew(key: string, token: string, leaseMs: number): Promise<boolean>;
   /**
    * Optional: calls `wake` soon after `key` is completed or released (by any process sharing the
-   * store) and returns an unsubscribe function. A hint only: a notification may be late or lost
+   * store) and returns an unsubscribe function. Promised only to a watcher whose claim saw the key
+   * `in_progress` before it watched (a store may notify only for records a duplicate is known to
+   * wait for, as the PostgreSQL store does); `idempotency()` watches exactly then. A hint only: a notification may be late or lost
    * (a dropped connection), so waiters poll as well. Never throws and never calls `wake`
    * synchronously.
    */

@@ -256,27 +256,32 @@ export function idempotencyStoreConformance(
       }
     });
 
-    scenario('watchers are woken by complete and by release (when the store can watch)', async (f, lease) => {
-      const watch = f.store.watch?.bind(f.store);
-      if (watch === undefined) return;
-      for (const end of ['complete', 'release'] as const) {
-        const key = `watched-${end}`;
-        const token = await claimed(f, key, 'fp', lease * 4);
-        let woken = 0;
-        const unwatch = watch(key, () => {
-          woken += 1;
-        });
-        try {
-          // Give a remote subscription time to be in place before the change.
-          await f.elapse(50);
-          equal(woken, 0, `wakes before ${end}`);
-          if (end === 'complete') await f.store.complete(key, token, 'r', 60_000);
-          else await f.store.release(key, token);
-          await eventually(f, () => woken > 0, end);
-        } finally {
-          unwatch();
+    scenario(
+      'watchers that saw the key in progress are woken by complete and by release (when the store can watch)',
+      async (f, lease) => {
+        const watch = f.store.watch?.bind(f.store);
+        if (watch === undefined) return;
+        for (const end of ['complete', 'release'] as const) {
+          const key = `watched-${end}`;
+          const token = await claimed(f, key, 'fp', lease * 4);
+          // As a waiting duplicate does: its claim sees the key in progress, then it watches.
+          status(await f.store.claim(key, 'fp', lease), 'in_progress', `the watcher's claim before ${end}`);
+          let woken = 0;
+          const unwatch = watch(key, () => {
+            woken += 1;
+          });
+          try {
+            // Give a remote subscription time to be in place before the change.
+            await f.elapse(50);
+            equal(woken, 0, `wakes before ${end}`);
+            if (end === 'complete') await f.store.complete(key, token, 'r', 60_000);
+            else await f.store.release(key, token);
+            await eventually(f, () => woken > 0, end);
+          } finally {
+            unwatch();
+          }
         }
-      }
-    });
+      },
+    );
   });
 }

@@ -12,6 +12,7 @@ import { PGlite } from '@electric-sql/pglite';
 import type { Pool, PoolClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idempotency } from '../../src/idempotency/idempotency.js';
+import { channelName } from '../../src/stores/postgres/identifiers.js';
 import { type PostgresStores, postgresStores } from '../../src/stores/postgres/index.js';
 import { usePostgres } from '../support/services.js';
 
@@ -206,6 +207,26 @@ pg.describe('idempotency store on PostgreSQL (pg)', () => {
         ])
     ).rows[0]!.n;
 
+  it('notifies only for records a duplicate saw in progress (a notifying commit serialises every other)', async () => {
+    const stores = postgresStores(pg.pool(), { schema: pg.schema });
+    await stores.migrate();
+    const store = stores.idempotency;
+    const listener = pg.client();
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on('notification', (message) => heard.push(message.payload ?? ''));
+    await listener.query(`LISTEN "${channelName(pg.schema, 'idempotency')}"`);
+    const alone = await store.claim('alone', 'fp', 60_000);
+    if (alone.status !== 'claimed') throw new Error('not claimed');
+    await store.complete('alone', alone.token, 'r', 60_000);
+    const awaited = await store.claim('awaited', 'fp', 60_000);
+    if (awaited.status !== 'claimed') throw new Error('not claimed');
+    expect((await store.claim('awaited', 'fp', 60_000)).status).toBe('in_progress');
+    await store.complete('awaited', awaited.token, 'r', 60_000);
+    await expect.poll(() => heard).toEqual(['awaited']);
+    await stores.close();
+  });
+
   it('watch listens on one dedicated connection, re-LISTENs after it drops; listen: false opens none', async () => {
     const name = `bulwark-listen-${pg.schema}`;
     const pool = pg.pool({ application_name: name });
@@ -217,6 +238,7 @@ pg.describe('idempotency store on PostgreSQL (pg)', () => {
     await expect.poll(() => backends(name)).toBe(pool.totalCount + 1);
     const a = await store.claim('a', 'fp', 60_000);
     if (a.status !== 'claimed') throw new Error('not claimed');
+    expect((await store.claim('a', 'fp', 60_000)).status).toBe('in_progress'); // a duplicate waits
     await sleep(50);
     await store.complete('a', a.token, 'r', 60_000);
     await expect.poll(() => woken).toBe(1);
@@ -231,6 +253,7 @@ pg.describe('idempotency store on PostgreSQL (pg)', () => {
     await sleep(1_300);
     const b = await store.claim('b', 'fp', 60_000);
     if (b.status !== 'claimed') throw new Error('not claimed');
+    expect((await store.claim('b', 'fp', 60_000)).status).toBe('in_progress'); // a duplicate waits
     await store.release('b', b.token);
     await expect.poll(() => woken).toBe(11);
     for (const stop of unwatch) stop();

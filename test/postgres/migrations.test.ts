@@ -69,6 +69,7 @@ pg.describe('migrations on PostgreSQL (pg)', () => {
       'result bytea',
       'expires_at timestamp with time zone',
       'created_at timestamp with time zone',
+      'waiters boolean',
     ]);
     const { rows: indexes } = await admin.query<{ indexdef: string }>(
       'SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = $2',

@@ -1,7 +1,11 @@
 /**
  * The statements of the PostgreSQL idempotency store, one per decision, for the table in `schema`
  * (quoted). Time is always `clock_timestamp()`; `expires_at` is the lease end while PROCESSING and
- * the retention end once COMPLETED. Completion and release send `pg_notify` in the same statement.
+ * the retention end once COMPLETED. Completion and release send `pg_notify` in the same statement,
+ * but only for a record a duplicate saw in progress (`waiters`, set by that duplicate's claim): a
+ * transaction that notifies holds PostgreSQL's notification lock through its commit, which
+ * serialises every notifying commit in the database (about 1 000 per second with fsync), so
+ * requests nobody waits for must not notify.
  */
 
 /** The longest key sent as a notification payload (PostgreSQL's limit is 8000 bytes); longer keys send '' (wake all). */
@@ -44,6 +48,10 @@ export function idempotencySql(schema: string): IdempotencySql {
           created_at = excluded.created_at
         WHERE r.expires_at <= clock_timestamp()
         RETURNING 1
+      ), waiting AS (
+        UPDATE ${table} SET waiters = true
+        WHERE key = $1 AND fingerprint = $2 AND status = 'PROCESSING' AND NOT waiters
+          AND expires_at > clock_timestamp() AND EXISTS (SELECT 1 FROM live)
       )
       SELECT 'claimed' AS outcome, NULL::bytea AS result, NULL::float8 AS remaining_ms FROM claimed
       UNION ALL
@@ -55,12 +63,12 @@ export function idempotencySql(schema: string): IdempotencySql {
       FROM live`,
     complete: `WITH done AS (
         UPDATE ${table} SET status = 'COMPLETED', result = $3::bytea, expires_at = ${ms('$4')}
-        WHERE ${owned} RETURNING key
-      ), woken AS (SELECT pg_notify($5, ${payload}) FROM done)
+        WHERE ${owned} RETURNING key, waiters
+      ), woken AS (SELECT CASE WHEN waiters THEN pg_notify($5, ${payload}) END FROM done)
       SELECT count(*)::int AS n FROM woken`,
     release: `WITH gone AS (
-        DELETE FROM ${table} WHERE ${owned} RETURNING key
-      ), woken AS (SELECT pg_notify($3, ${payload}) FROM gone)
+        DELETE FROM ${table} WHERE ${owned} RETURNING key, waiters
+      ), woken AS (SELECT CASE WHEN waiters THEN pg_notify($3, ${payload}) END FROM gone)
       SELECT count(*)::int AS n FROM woken`,
     renew: `UPDATE ${table} SET expires_at = ${ms('$3')} WHERE ${owned} RETURNING 1 AS renewed`,
     // The outer test is checked again on a row that changed while we waited for it (a takeover

@@ -29,6 +29,7 @@ export const migrations: readonly Migration[] = [
         result bytea,
         expires_at timestamptz NOT NULL,
         created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        waiters boolean NOT NULL DEFAULT false,
         CHECK ((status = 'COMPLETED') = (result IS NOT NULL))
       )`,
       `CREATE INDEX IF NOT EXISTS idempotency_keys_expires_at ON ${s}.idempotency_keys (expires_at)`,
