@@ -7,6 +7,7 @@
  * pattern's.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TimerHandle } from '../core/clock.js';
 import { ResilienceError } from '../core/errors.js';
 import { show } from '../core/validate.js';
 import type { IdempotentHandlerContext } from '../idempotency/idempotency.js';
@@ -127,12 +128,12 @@ function claim<Req extends HttpRequestLike, Reply, Next>(
   if (response.closed) return; // the client left before the key was claimed: nothing runs
   const controller = new AbortController();
   let capture: ResponseCapture | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: TimerHandle | undefined;
   const onClose = (): void => {
     if (capture === undefined || o.abandonAfterMs === 0) controller.abort(clientGone());
     else if (!capture.isEnded()) {
-      timer = setTimeout(() => controller.abort(clientGone()), o.abandonAfterMs);
-      timer.unref();
+      timer = o.clock.setTimer(() => controller.abort(clientGone()), o.abandonAfterMs);
+      o.clock.keepAlive?.(timer, false);
     }
   };
   response.once('close', onClose);
@@ -147,7 +148,7 @@ function claim<Req extends HttpRequestLike, Reply, Next>(
     });
   };
   const settle = (): void => {
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer !== undefined) o.clock.clearTimer(timer);
     response.off('close', onClose);
   };
   let call: Promise<{ readonly value: unknown; readonly replayed: boolean }>;

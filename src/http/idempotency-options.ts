@@ -2,8 +2,10 @@
  * The options of the idempotency adapters (`idempotencyMiddleware`, `fastifyIdempotency`): types,
  * defaults and validation, read once when the adapter is created.
  */
+import type { Clock } from '../core/clock.js';
 import {
   boolean,
+  clockField,
   func,
   nonNegativeInt,
   optional,
@@ -86,6 +88,8 @@ export interface IdempotencyHttpOptions<Req> {
    * @default 30_000
    */
   readonly abandonAfterMs?: number | undefined;
+  /** The clock of the `abandonAfterMs` timer. @default systemClock */
+  readonly clock?: Clock | undefined;
   /**
    * Requests passed through untouched (`true`), as in every adapter. May return a promise; anything
    * but a boolean fails the request. @default none
@@ -141,6 +145,7 @@ export function readIdempotencyHttpOptions<Req>(
     maxBodyBytes: withDefault(1_048_576, positiveInt),
     replayHeaders: withDefault<ReadonlySet<string>>(new Set(DEFAULT_REPLAY_HEADERS), replayHeadersCheck),
     abandonAfterMs: withDefault(30_000, nonNegativeInt),
+    clock: clockField,
     skip: skipField<Req>(),
   } satisfies Schema<IdempotencyHttpOptions<Req>>;
   return readAdapterOptions(what, options, schema);

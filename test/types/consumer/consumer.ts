@@ -309,6 +309,7 @@ const idempotencyEdge = [
     maxBodyBytes: undefined,
     replayHeaders: undefined,
     abandonAfterMs: undefined,
+    clock: undefined,
   }),
   fastifyIdempotency,
 ];
