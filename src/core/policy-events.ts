@@ -7,7 +7,8 @@ import { type Clock, systemClock } from './clock.js';
 import { type Disposer, type Listener, Listeners } from './events.js';
 import type { Kind } from './kind.js';
 import type { Outcome } from './outcome.js';
-import { isFunction, show } from './validate.js';
+import { nonEmptyString } from './read-options.js';
+import { isFunction } from './validate.js';
 
 /** A call a policy ran that resolved. */
 export interface SuccessEvent {
@@ -96,12 +97,7 @@ export class CallEvents<Reason extends string> {
    */
   configure(options: PolicyOptions<Reason>, clock: Clock | undefined): void {
     const { name, onSuccess, onFailure, onRejected } = options;
-    if (name !== undefined) {
-      if (typeof name !== 'string' || name === '') {
-        throw new TypeError(`expected "name" to be a non-empty string, got ${show(name)}`);
-      }
-      this.name = name;
-    }
+    if (name !== undefined) this.name = nonEmptyString('name', name);
     if (clock !== undefined) this.clock = clock;
     if (onSuccess !== undefined) this.succeeded.add(isFunction('onSuccess', onSuccess));
     if (onFailure !== undefined) this.failed.add(isFunction('onFailure', onFailure));

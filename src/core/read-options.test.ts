@@ -11,6 +11,7 @@ import {
   instanceOf,
   listenerField,
   nested,
+  nonEmptyString,
   nonNegativeInt,
   nonNegativeNumber,
   nonNegativeOrInfinity,
@@ -154,6 +155,12 @@ describe('readOptions', () => {
 describe('checks', () => {
   const refuses = (check: Check<unknown>, value: unknown, message: string) =>
     expect(() => check('n', value)).toThrow(new TypeError(message));
+
+  it('nonEmptyString accepts a string with a character, nothing else', () => {
+    expect(nonEmptyString('name', 'x')).toBe('x');
+    refuses(nonEmptyString, '', 'expected "n" to be a non-empty string, got ""');
+    refuses(nonEmptyString, 5, 'expected "n" to be a non-empty string, got 5');
+  });
 
   it('nonNegativeInt accepts zero and positive integers only', () => {
     expect(nonNegativeInt('maxQueue', 0)).toBe(0);

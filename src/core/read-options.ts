@@ -104,6 +104,13 @@ export function nested<S extends Schema<object>>(schema: S): Check<ReadOptions<S
   };
 }
 
+/** A string with at least one character (a name). */
+export const nonEmptyString: Check<string> = (name, value) => {
+  if (typeof value !== 'string' || value === '')
+    throw new TypeError(`expected "${name}" to be a non-empty string, got ${show(value)}`);
+  return value;
+};
+
 /** An integer ≥ 1. */
 export const positiveInt: Check<number> = (name, value) => positiveInteger(name, value);
 

@@ -83,7 +83,11 @@ describe('storedJson and parseStoredJson', () => {
   it('a "__proto__" key stays a plain property', () => {
     const back = parseStoredJson('{"__proto__":{"polluted":true}}') as Record<string, unknown>;
     expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
-    expect(Object.hasOwn(back, '__proto__')).toBe(true);
+    expect(Object.getOwnPropertyDescriptor(back, '__proto__')).toMatchObject({
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });

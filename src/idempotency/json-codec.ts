@@ -41,7 +41,7 @@ function write(value: unknown, sorted: boolean, seen: Set<object>, path: string)
       return value ? 'true' : 'false';
     case 'number':
       if (!Number.isFinite(value)) refuse(path, String(value));
-      return Object.is(value, -0) ? '0' : String(value);
+      return String(value); // -0 prints as 0
     case 'object':
       return value === null ? 'null' : writeObject(value, sorted, seen, path);
     default:
@@ -90,9 +90,8 @@ function revive(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(revive);
   const record = value as Record<string, unknown>;
   const keys = Object.keys(record);
-  if (keys.length === 1 && keys[0] === '$bytes' && typeof record.$bytes === 'string') {
-    return fromBase64(record.$bytes);
-  }
+  // In stored form a "$bytes" key is only ever the bytes marker: a user's is written "$$bytes".
+  if (typeof record.$bytes === 'string') return fromBase64(record.$bytes);
   const out: Record<string, unknown> = {};
   for (const key of keys) {
     // defineProperty, not assignment: a "__proto__" key stays a plain property.

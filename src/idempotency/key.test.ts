@@ -74,6 +74,7 @@ describe('withIdempotencyKey', () => {
       'gone',
     );
     expect(() => keyed.execute(() => 1, { idempotencyKey: '' })).toThrow(/"idempotencyKey"/);
-    expect(() => withIdempotencyKey({} as never)).toThrow(/policy/);
+    for (const bad of [{}, null, 5, { execute: 1 }])
+      expect(() => withIdempotencyKey(bad as never)).toThrow(/policy/);
   });
 });

@@ -37,9 +37,9 @@ export class LeaseKeeper {
   ) {
     this.signal = this.controller.signal;
     if (callerSignal !== undefined) {
+      // The caller checked its signal after the claim: it has not aborted yet.
       this.onCallerAbort = () => this.controller.abort(callerSignal.reason);
-      if (callerSignal.aborted) this.onCallerAbort();
-      else callerSignal.addEventListener('abort', this.onCallerAbort, { once: true });
+      callerSignal.addEventListener('abort', this.onCallerAbort);
     }
     this.schedule(claimedAt);
   }
@@ -48,7 +48,7 @@ export class LeaseKeeper {
   stop(): void {
     this.stopped = true;
     this.clearTimers();
-    if (this.onCallerAbort !== undefined) this.callerSignal?.removeEventListener('abort', this.onCallerAbort);
+    if (this.onCallerAbort !== undefined) this.callerSignal!.removeEventListener('abort', this.onCallerAbort);
   }
 
   /** Marks the lease lost (once) and aborts the handler's signal with `LeaseLostError`. */

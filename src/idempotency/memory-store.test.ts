@@ -17,7 +17,7 @@ describe('memoryIdempotencyStore', () => {
   it('refuses bad and unknown options by name', () => {
     expect(() => memoryIdempotencyStore({ maxKeys: 0 })).toThrow(/"maxKeys"/);
     expect(() => memoryIdempotencyStore({ maxKey: 5 } as never)).toThrow(
-      /unknown option "maxKey".*"maxKeys"/,
+      /unknown option "maxKey" in memoryIdempotencyStore options.*"maxKeys"/,
     );
     expect(() => memoryIdempotencyStore({ clock: {} as never })).toThrow(/"clock"/);
   });
@@ -69,5 +69,43 @@ describe('memoryIdempotencyStore', () => {
     await store.complete('k', again.token, 'r', 1_000);
     await Promise.resolve();
     expect(woken).toEqual(['k']);
+  });
+});
+
+describe('memoryIdempotencyStore boundaries', () => {
+  it('a lease ends exactly at leaseMs: the key is free at that instant', async () => {
+    const clock = new FakeClock(0);
+    const store = memoryIdempotencyStore({ clock });
+    const first = await store.claim('k', 'fp', 100);
+    await clock.advance(99);
+    expect((await store.claim('k', 'fp', 100)).status).toBe('in_progress');
+    await clock.advance(1);
+    expect((await store.claim('k', 'other', 100)).status).toBe('claimed');
+    if (first.status !== 'claimed') throw new Error('claim');
+    expect(await store.renew('k', first.token, 100)).toBe(false);
+  });
+
+  it('when full, a record that expires exactly now makes room', async () => {
+    const clock = new FakeClock(0);
+    const store = memoryIdempotencyStore({ clock, maxKeys: 1 });
+    await store.claim('a', 'fp', 100);
+    await clock.advance(100);
+    expect((await store.claim('b', 'fp', 100)).status).toBe('claimed');
+    expect(store.size).toBe(1);
+  });
+
+  it('unwatching the last watcher of a key forgets the key; another watcher keeps it', () => {
+    const store = memoryIdempotencyStore({ clock: new FakeClock() });
+    const one = store.watch('k', () => {});
+    const two = store.watch('k', () => {});
+    expect(store.watched).toBe(1);
+    one();
+    expect(store.watched).toBe(1);
+    two();
+    expect(store.watched).toBe(0);
+    const again = store.watch('k', () => {});
+    one(); // a stale unwatch of the old set leaves the new watcher alone
+    expect(store.watched).toBe(1);
+    again();
   });
 });

@@ -8,6 +8,7 @@ import {
   clockField,
   func,
   listenerField,
+  nonEmptyString,
   optional,
   positiveInt,
   readOptions,
@@ -110,12 +111,6 @@ const storeCheck = (name: string, value: unknown): IdempotencyStore<unknown> => 
   return store as IdempotencyStore<unknown>;
 };
 
-const nameCheck = (name: string, value: unknown): string => {
-  if (typeof value !== 'string' || value === '')
-    throw new TypeError(`expected "${name}" to be a non-empty string, got ${show(value)}`);
-  return value;
-};
-
 const schema = {
   store: optional(storeCheck),
   leaseMs: withDefault(30_000, positiveInt),
@@ -125,7 +120,7 @@ const schema = {
   transactional: withDefault(false, boolean),
   fingerprint: optional(func<(request: unknown) => unknown>()),
   storeErrors: optional(func<(error: unknown) => boolean>()),
-  name: withDefault('idempotency', nameCheck),
+  name: withDefault('idempotency', nonEmptyString),
   clock: clockField,
   onReplay: listenerField<ReplayEvent>(),
   onConflict: listenerField<ConflictEvent>(),

@@ -46,12 +46,12 @@ export class OwnerWait {
       let timer: TimerHandle | undefined;
       const done = (): void => {
         this.wakeUp = undefined;
-        if (timer !== undefined) this.clock.clearTimer(timer);
+        this.clock.clearTimer(timer);
         signal?.removeEventListener('abort', onAbort);
       };
       const onAbort = (): void => {
         done();
-        reject(signal?.reason);
+        reject((signal as AbortSignal).reason);
       };
       if (signal?.aborted) return onAbort();
       if (this.woken) {
@@ -64,11 +64,10 @@ export class OwnerWait {
         resolve();
       };
       timer = this.clock.setTimer(() => {
-        timer = undefined;
         done();
         resolve();
       }, delay);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      signal?.addEventListener('abort', onAbort);
     });
   }
 

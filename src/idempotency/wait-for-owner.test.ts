@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../testing/fake-clock.js';
+import { memoryIdempotencyStore } from './memory-store.js';
+import type { IdempotencyStore } from './store.js';
+import { OwnerWait } from './wait-for-owner.js';
+
+/** A signal stand-in that counts its abort listeners. */
+function countingSignal(aborted = false) {
+  const listeners = new Set<() => void>();
+  const signal = {
+    aborted,
+    reason: new Error('left'),
+    addEventListener: (_type: string, listener: () => void) => listeners.add(listener),
+    removeEventListener: (_type: string, listener: () => void) => listeners.delete(listener),
+  };
+  return {
+    signal: signal as unknown as AbortSignal,
+    listeners,
+    abort: () => {
+      for (const listener of [...listeners]) listener();
+    },
+  };
+}
+
+function watchable() {
+  let wake: (() => void) | undefined;
+  let unwatched = 0;
+  const store = {
+    watch: (_key: string, w: () => void) => {
+      wake = w;
+      return () => {
+        unwatched += 1;
+      };
+    },
+  } as unknown as IdempotencyStore<unknown>;
+  return { store, wake: () => wake?.(), unwatched: () => unwatched };
+}
+
+describe('OwnerWait', () => {
+  it('polls after 25 ms, doubling up to 1 s, never past the lease or the time left', async () => {
+    const clock = new FakeClock(0);
+    const wait = new OwnerWait(memoryIdempotencyStore({ clock }), 'k', clock, 5_000);
+    const delays: number[] = [];
+    for (const retryAfterMs of [60_000, 60_000, 60_000, 60_000, 60_000, 60_000, 60_000, 30, 60_000]) {
+      const started = clock.now();
+      const next = wait.next(retryAfterMs, undefined);
+      await clock.next();
+      await next;
+      delays.push(clock.now() - started);
+    }
+    expect(delays).toEqual([25, 50, 100, 200, 400, 800, 1_000, 30, 1_000]);
+    expect(wait.remaining()).toBe(5_000 - 3_605);
+    await clock.advance(10_000);
+    expect(wait.remaining()).toBe(0);
+  });
+
+  it('a wake-up ends the wait at once; one that came between waits ends the next one at once, once', async () => {
+    const clock = new FakeClock(0);
+    const { store, wake } = watchable();
+    const wait = new OwnerWait(store, 'k', clock, 60_000);
+    const first = wait.next(60_000, undefined);
+    wake();
+    await first;
+    expect(clock.pendingTimers).toBe(0);
+    wake(); // arrives while the waiter is claiming again
+    await wait.next(60_000, undefined);
+    expect(clock.now()).toBe(0);
+    let done = false;
+    const third = wait.next(60_000, undefined).then(() => {
+      done = true;
+    });
+    await Promise.resolve();
+    expect(done).toBe(false); // the earlier wake-up was used up
+    await clock.advance(100);
+    await third;
+    expect(clock.now()).toBe(100);
+  });
+
+  it('an aborted signal rejects at once; an abort mid-wait rejects with its reason; no listener is left', async () => {
+    const clock = new FakeClock(0);
+    const wait = new OwnerWait(memoryIdempotencyStore({ clock }), 'k', clock, 60_000);
+    const already = countingSignal(true);
+    await expect(wait.next(1_000, already.signal)).rejects.toThrow('left');
+    expect(already.listeners.size).toBe(0);
+    const later = countingSignal();
+    const pending = wait.next(1_000, later.signal);
+    expect(later.listeners.size).toBe(1);
+    later.abort();
+    await expect(pending).rejects.toThrow('left');
+    expect(later.listeners.size).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
+    const polled = countingSignal();
+    const poll = wait.next(1_000, polled.signal);
+    await clock.advance(1_000);
+    await poll;
+    expect(polled.listeners.size).toBe(0);
+  });
+
+  it('close unwatches', () => {
+    const clock = new FakeClock(0);
+    const { store, unwatched } = watchable();
+    new OwnerWait(store, 'k', clock, 1).close();
+    expect(unwatched()).toBe(1);
+    new OwnerWait({} as IdempotencyStore<unknown>, 'k', clock, 1).close(); // a store that cannot watch
+  });
+});
