@@ -14,21 +14,22 @@ import {
 describe('idempotency errors', () => {
   it.each([
     [
-      new IdempotencyConflictError('k'),
+      () => new IdempotencyConflictError('k'),
       'ERR_IDEMPOTENCY_CONFLICT',
       'this idempotency key was already used for a different request',
     ],
     [
-      new IdempotencyInProgressError('k', 1_500),
+      () => new IdempotencyInProgressError('k', 1_500),
       'ERR_IDEMPOTENCY_IN_PROGRESS',
       'a request with this idempotency key is still in progress',
     ],
     [
-      new LeaseLostError('k'),
+      () => new LeaseLostError('k'),
       'ERR_LEASE_LOST',
       'the idempotency lease was lost before the result was stored',
     ],
-  ])('%s: a conflict with a stable code, a message safe to show (never the key)', (error, code, message) => {
+  ])('%#: a conflict with a stable code, a message safe to show (never the key)', (make, code, message) => {
+    const error = make();
     expect(error).toMatchObject({ code, kind: 'conflict', key: 'k', message, expose: true });
     expect(toProblem(error).detail).toBe(message);
     expect(isIdempotencyConflictError(error)).toBe(code === 'ERR_IDEMPOTENCY_CONFLICT');

@@ -451,7 +451,8 @@ describe('idempotency: the lease', () => {
     const { store, setRenew, claimed } = counted(clock);
     const down = new StoreUnavailableError('down');
     setRenew(() => Promise.reject(down));
-    const idem = idempotency({ store, clock, leaseMs: 3_000 });
+    const onLeaseLost = vi.fn();
+    const idem = idempotency({ store, clock, leaseMs: 3_000, onLeaseLost });
     const call = idem
       .execute(
         'k',
@@ -465,6 +466,7 @@ describe('idempotency: the lease', () => {
     const error = await call;
     expect(error).toBeInstanceOf(LeaseLostError);
     expect((error as Error).cause).toBe(down);
+    expect(onLeaseLost.mock.calls[0]?.[0].reason).toBe('renew-failed');
   });
 
   it('a renewal with no answer before the lease would end loses it then', async () => {

@@ -53,7 +53,7 @@ export interface KeyedPolicy<Extra> {
  * );
  */
 export function withIdempotencyKey<Extra>(policy: Policy<Extra>): KeyedPolicy<Extra> {
-  if (policy === null || typeof policy !== 'object' || typeof policy.execute !== 'function') {
+  if (typeof (policy as Partial<Policy<Extra>> | null)?.execute !== 'function') {
     throw new TypeError('expected "policy" to be a policy (an object with execute)');
   }
   return {

@@ -97,7 +97,10 @@ export class LeaseKeeper {
   }
 
   private clearTimers(): void {
+    // A user's Clock need not take undefined.
+    // Stryker disable next-line ConditionalExpression: (true) the bundled clocks ignore clearTimer(undefined)
     if (this.renewTimer !== undefined) this.clock.clearTimer(this.renewTimer);
+    // Stryker disable next-line ConditionalExpression: (true) as above
     if (this.lateTimer !== undefined) this.clock.clearTimer(this.lateTimer);
     this.renewTimer = undefined;
     this.lateTimer = undefined;

@@ -103,7 +103,7 @@ export interface IdempotencyOptions<Tx = undefined> {
 const storeCheck = (name: string, value: unknown): IdempotencyStore<unknown> => {
   const store = value as Partial<IdempotencyStore<unknown>> | null;
   const methods = ['claim', 'complete', 'release', 'renew'] as const;
-  if (store === null || typeof store !== 'object' || methods.some((m) => typeof store[m] !== 'function')) {
+  if (methods.some((m) => typeof store?.[m] !== 'function')) {
     throw new TypeError(
       `expected "${name}" to be an idempotency store (claim, complete, release, renew), got ${show(value)}`,
     );

@@ -27,8 +27,9 @@ export function failureRecord(error: unknown, kind: Kind): string {
     name: typeof e.name === 'string' ? e.name : 'Error',
     message: typeof e.message === 'string' ? e.message : String(error),
     kind,
-    ...(typeof e.code === 'string' ? { code: e.code } : {}),
-    ...(status === undefined ? {} : { status }),
+    // An undefined field is left out of the stored JSON.
+    code: typeof e.code === 'string' ? e.code : undefined,
+    status,
     expose: e.expose === true,
   };
   return storedJson({ e: failure });

@@ -10,8 +10,9 @@ function countingSignal(aborted = false) {
   const signal = {
     aborted,
     reason: new Error('left'),
-    addEventListener: (_type: string, listener: () => void) => listeners.add(listener),
-    removeEventListener: (_type: string, listener: () => void) => listeners.delete(listener),
+    addEventListener: (type: string, listener: () => void) => type === 'abort' && listeners.add(listener),
+    removeEventListener: (type: string, listener: () => void) =>
+      type === 'abort' && listeners.delete(listener),
   };
   return {
     signal: signal as unknown as AbortSignal,
@@ -94,6 +95,24 @@ describe('OwnerWait', () => {
     await clock.advance(1_000);
     await poll;
     expect(polled.listeners.size).toBe(0);
+  });
+
+  it('a wake-up that ended a wait is used up: the next wait polls', async () => {
+    const clock = new FakeClock(0);
+    const { store, wake } = watchable();
+    const wait = new OwnerWait(store, 'k', clock, 60_000);
+    const first = wait.next(60_000, undefined);
+    wake();
+    await first;
+    let done = false;
+    const second = wait.next(60_000, undefined).then(() => {
+      done = true;
+    });
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(done).toBe(false);
+    await clock.advance(50);
+    await second;
   });
 
   it('close unwatches', () => {
