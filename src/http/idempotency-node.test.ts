@@ -9,7 +9,9 @@ import { Readable } from 'node:stream';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { startFastify } from '../../test/support/fastify-server.js';
-import { listen, until } from '../../test/support/http-server.js';
+import { listen } from '../../test/support/http-server.js';
+import { forwardingStore } from '../../test/support/idempotency-stores.js';
+import { until } from '../../test/support/until.js';
 import { idempotency } from '../idempotency/idempotency.js';
 import { memoryIdempotencyStore } from '../idempotency/memory-store.js';
 import type { IdempotencyStore } from '../idempotency/store.js';
@@ -155,12 +157,9 @@ describe('idempotencyMiddleware: a client that leaves', () => {
 describe('idempotencyMiddleware: a lost lease', () => {
   it('sends the route’s own response, stores nothing, and the retry runs again', async () => {
     const memory = memoryIdempotencyStore();
-    const store: IdempotencyStore = {
-      claim: (...a) => memory.claim(...a),
-      complete: (...a) => memory.complete(...a),
-      release: (...a) => memory.release(...a),
+    const store: IdempotencyStore = forwardingStore(memory, {
       renew: () => Promise.resolve(false), // taken over: the first renewal is refused
-    };
+    });
     let runs = 0;
     const url = await serve(
       idempotencyMiddleware({ idempotency: idempotency({ store, leaseMs: 30 }) }),

@@ -5,7 +5,7 @@ import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { asyncSkip, expectAsyncSkipHonoured, fastifyWithSkipRoutes } from '../../test/support/async-skip.js';
-import { until } from '../../test/support/http-server.js';
+import { until } from '../../test/support/until.js';
 import { memoryRateLimitStore } from '../rate-limit/memory-store.js';
 import { rateLimiter } from '../rate-limit/rate-limiter.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from '../rate-limit/store.js';

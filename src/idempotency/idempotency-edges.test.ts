@@ -1,25 +1,12 @@
 import { describe, expect, it, vi } from 'vitest';
+import { forwardingStore } from '../../test/support/idempotency-stores.js';
+import { until } from '../../test/support/until.js';
 import { ResilienceError, StoreUnavailableError } from '../core/errors.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { isLeaseLostError } from './errors.js';
 import { idempotency } from './idempotency.js';
 import { memoryIdempotencyStore } from './memory-store.js';
 import type { IdempotencyStore } from './store.js';
-
-async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 10_000 && !condition(); i++) await new Promise((resolve) => setImmediate(resolve));
-  expect(condition()).toBe(true);
-}
-
-function over(memory: IdempotencyStore, changes: Partial<IdempotencyStore> = {}): IdempotencyStore {
-  return {
-    claim: (...a) => memory.claim(...a),
-    complete: (...a) => memory.complete(...a),
-    release: (...a) => memory.release(...a),
-    renew: (...a) => memory.renew(...a),
-    ...changes,
-  };
-}
 
 const declined = () => new ResilienceError('declined', { code: 'E_DECLINED', kind: 'invalid' });
 
@@ -39,7 +26,7 @@ describe('idempotency: options and events', () => {
 
   it('refuses a bad store, name, handler, or transactional without a store, naming them', async () => {
     expect(() => idempotency({ store: null as never })).toThrow(/"store" to be an idempotency store/);
-    const { renew: _renew, ...noRenew } = over(memoryIdempotencyStore());
+    const { renew: _renew, ...noRenew } = forwardingStore(memoryIdempotencyStore());
     expect(() => idempotency({ store: noRenew as never })).toThrow(/"store"/);
     expect(() => idempotency({ store: 'store' as never })).toThrow(/"store"/);
     expect(() => idempotency({ name: '' })).toThrow(/"name" to be a non-empty string/);
@@ -55,7 +42,7 @@ describe('idempotency: options and events', () => {
     const clock = new FakeClock(0);
     const memory = memoryIdempotencyStore({ clock });
     const down = new StoreUnavailableError('down');
-    const store = over(memory, { complete: () => Promise.resolve(false) });
+    const store = forwardingStore(memory, { complete: () => Promise.resolve(false) });
     const byOption = { onReplay: vi.fn(), onLeaseLost: vi.fn(), onStoreError: vi.fn() };
     const idem = idempotency({ store, clock, name: 'pay', ...byOption });
     const byMethod = { replay: vi.fn(), conflict: vi.fn(), lost: vi.fn(), storeError: vi.fn() };
@@ -88,7 +75,7 @@ describe('idempotency: options and events', () => {
     expect(byMethod.conflict).toHaveBeenCalledWith({ policy: 'pay', key: 'done' });
     // a release that fails
     const failing = idempotency({
-      store: over(memory, { release: () => Promise.reject(down) }),
+      store: forwardingStore(memory, { release: () => Promise.reject(down) }),
       clock,
       ...byOption,
     });
@@ -111,7 +98,7 @@ describe('idempotency: options and events', () => {
       ['plain string', /failed to claim: plain string/],
       [null, /failed to claim: null/],
     ] as const) {
-      const store = over(memoryIdempotencyStore(), { claim: () => Promise.reject(thrown) });
+      const store = forwardingStore(memoryIdempotencyStore(), { claim: () => Promise.reject(thrown) });
       await expect(idempotency({ store }).execute('k', 1, () => 1)).rejects.toThrow(message);
     }
   });
@@ -123,7 +110,7 @@ describe('idempotency: failures and the lease, edge cases', () => {
     const memory = memoryIdempotencyStore({ clock });
     const own = new Error('gave up');
     let started = false;
-    const store = over(memory, { renew: () => Promise.resolve(false) });
+    const store = forwardingStore(memory, { renew: () => Promise.resolve(false) });
     const call = idempotency({ store, clock, leaseMs: 3_000 })
       .execute('k', 1, ({ signal }) => {
         started = true;
@@ -141,7 +128,7 @@ describe('idempotency: failures and the lease, edge cases', () => {
     const memory = memoryIdempotencyStore({ clock });
     let started = false;
     const call = idempotency({
-      store: over(memory, { renew: () => Promise.resolve(false) }),
+      store: forwardingStore(memory, { renew: () => Promise.resolve(false) }),
       clock,
       leaseMs: 3_000,
     })
@@ -167,7 +154,7 @@ describe('idempotency: failures and the lease, edge cases', () => {
   it('a kept failure whose complete fails is reported as a complete error, and the handler error stands', async () => {
     const down = new StoreUnavailableError('down');
     const onStoreError = vi.fn();
-    const store = over(memoryIdempotencyStore(), { complete: () => Promise.reject(down) });
+    const store = forwardingStore(memoryIdempotencyStore(), { complete: () => Promise.reject(down) });
     const idem = idempotency({ store, storeErrors: () => true, onStoreError });
     await expect(idem.execute('k', 1, () => Promise.reject(declined()))).rejects.toThrow('declined');
     expect(onStoreError.mock.calls[0]?.[0]).toMatchObject({ operation: 'complete', error: down });
@@ -195,7 +182,7 @@ describe('idempotency: transactional edge cases', () => {
     const completes: unknown[] = [];
     let started = false;
     const store: IdempotencyStore<{ id: number }> = {
-      ...over(memory),
+      ...forwardingStore(memory),
       complete: (key, token, result, ttlMs, tx) => {
         completes.push(tx);
         return memory.complete(key, token, result, ttlMs);

@@ -1,4 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
+import { forwardingStore } from '../../test/support/idempotency-stores.js';
+import { until } from '../../test/support/until.js';
 import { isStoreUnavailableError, ResilienceError, StoreUnavailableError } from '../core/errors.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import {
@@ -12,16 +14,6 @@ import { fingerprintOf, idempotency } from './idempotency.js';
 import { memoryIdempotencyStore } from './memory-store.js';
 import type { IdempotencyStore } from './store.js';
 
-/**
- * Waits until `condition()` holds, letting other work run in between (the fingerprint's SHA-256 is
- * computed by Web Crypto off the main thread, so a call reaches its store a few turns later). Waits
- * for an event, not for an amount of time: fails if it never comes.
- */
-async function until(condition: () => boolean, what = 'the condition'): Promise<void> {
-  for (let i = 0; i < 10_000 && !condition(); i++) await new Promise((resolve) => setImmediate(resolve));
-  if (!condition()) throw new Error(`never reached: ${what}`);
-}
-
 /** Lets pending promise callbacks run. */
 const flush = async () => {
   for (let i = 0; i < 20; i++) await Promise.resolve();
@@ -32,7 +24,7 @@ function setup(options: Parameters<typeof idempotency>[0] = {}) {
   const memory = memoryIdempotencyStore({ clock });
   let claims = 0;
   const store: IdempotencyStore = {
-    ...bind(memory),
+    ...forwardingStore(memory),
     claim: (...a) => {
       claims += 1;
       return memory.claim(...a);
@@ -174,15 +166,12 @@ describe('idempotency: concurrent duplicates', () => {
     const clock = new FakeClock(0);
     const memory = memoryIdempotencyStore({ clock });
     const claims = vi.fn();
-    const store: IdempotencyStore = {
+    const store = forwardingStore(memory, {
       claim: (...a) => {
         claims(clock.now());
         return memory.claim(...a);
       },
-      complete: (...a) => memory.complete(...a),
-      release: (...a) => memory.release(...a),
-      renew: (...a) => memory.renew(...a),
-    };
+    });
     const idem = idempotency({ store, clock, leaseMs: 60_000 });
     const { handler, open } = gated('v');
     const first = idem.execute('k', 'req', handler);
@@ -318,12 +307,10 @@ describe('idempotency: failures', () => {
     const clock = new FakeClock();
     const memory = memoryIdempotencyStore({ clock });
     const down = new StoreUnavailableError('down');
-    const store: IdempotencyStore = {
-      claim: (...a) => memory.claim(...a),
+    const store: IdempotencyStore = forwardingStore(memory, {
       complete: () => Promise.reject(down),
       release: () => Promise.reject(down),
-      renew: (...a) => memory.renew(...a),
-    };
+    });
     const onStoreError = vi.fn();
     const idem = idempotency({ store, clock, onStoreError });
     expect(await idem.execute('a', 1, () => 'charged')).toBe('charged');
@@ -358,7 +345,7 @@ describe('idempotency: failures', () => {
     const memory = memoryIdempotencyStore({ clock });
     const controller = new AbortController();
     const store: IdempotencyStore = {
-      ...bind(memory),
+      ...forwardingStore(memory),
       claim: async (...a) => {
         const result = await memory.claim(...a);
         controller.abort(new Error('left during the claim'));
@@ -496,7 +483,7 @@ describe('idempotency: the lease', () => {
     const store = memoryIdempotencyStore({ clock });
     // No renewal reaches the store: a paused process.
     let started = false;
-    const paused: IdempotencyStore = { ...bind(store), renew: () => new Promise(() => {}) };
+    const paused: IdempotencyStore = { ...forwardingStore(store), renew: () => new Promise(() => {}) };
     const slow = idempotency({ store: paused, clock, leaseMs: 3_000 });
     const first = slow
       .execute('k', 1, () => {
@@ -519,7 +506,7 @@ describe('idempotency: transactional', () => {
     const memory = memoryIdempotencyStore({ clock });
     const committed: string[] = [];
     const store: IdempotencyStore<{ effects: string[] }> = {
-      ...bind(memory),
+      ...forwardingStore(memory),
       complete: (key, token, result, ttlMs, tx) => {
         if (tx === undefined) throw new Error('complete outside the transaction');
         return memory.complete(key, token, result, ttlMs);
@@ -561,12 +548,3 @@ describe('idempotency: transactional', () => {
     expect(await idem.execute('k', 1, () => 'retried')).toBe('retried');
   });
 });
-
-function bind(store: IdempotencyStore): IdempotencyStore {
-  return {
-    claim: (...a) => store.claim(...a),
-    complete: (...a) => store.complete(...a),
-    release: (...a) => store.release(...a),
-    renew: (...a) => store.renew(...a),
-  };
-}

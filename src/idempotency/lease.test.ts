@@ -1,17 +1,13 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
+import { forwardingStore } from '../../test/support/idempotency-stores.js';
+import { until } from '../../test/support/until.js';
 import { StoreUnavailableError } from '../core/errors.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { isLeaseLostError } from './errors.js';
 import { idempotency } from './idempotency.js';
 import { memoryIdempotencyStore } from './memory-store.js';
 import type { IdempotencyStore } from './store.js';
-
-/** Waits until `condition()` holds (Web Crypto hashes the request off the main thread first). */
-async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 10_000 && !condition(); i++) await new Promise((resolve) => setImmediate(resolve));
-  expect(condition()).toBe(true);
-}
 
 /** A memory store whose renewals the test answers by hand. */
 function manualRenewals(clock: FakeClock) {
@@ -105,14 +101,11 @@ describe('the lease keeper', () => {
     const clock = new FakeClock(0);
     const memory = memoryIdempotencyStore({ clock });
     const boom = new Error('renew threw');
-    const store: IdempotencyStore = {
-      claim: (...a) => memory.claim(...a),
-      complete: (...a) => memory.complete(...a),
-      release: (...a) => memory.release(...a),
+    const store: IdempotencyStore = forwardingStore(memory, {
       renew: () => {
         throw boom;
       },
-    };
+    });
     const onLeaseLost = vi.fn();
     let started = false;
     const call = idempotency({ store, clock, leaseMs: 3_000, onLeaseLost })

@@ -4,53 +4,37 @@
  * per scenario). Time is the database's: `elapse` is a real sleep.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PGlite } from '@electric-sql/pglite';
-import { afterAll, beforeAll, describe, it } from 'vitest';
-import { postgresStores } from '../../src/stores/postgres/index.js';
+import { describe, it } from 'vitest';
+import type { PostgresStores } from '../../src/stores/postgres/index.js';
 import { idempotencyStoreConformance } from '../../src/testing/idempotency-conformance.js';
+import { serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
 import { usePostgres } from '../support/services.js';
 
 const pg = await usePostgres();
 
+/** The conformance environment on a store set: the database's time passes for real. */
+async function environment(stores: PostgresStores) {
+  return {
+    store: stores.idempotency,
+    elapse: (ms: number) => sleep(ms),
+    slackMs: 100,
+    close: () => stores.close(),
+  };
+}
+
 pg.describe('idempotency store on PostgreSQL (pg)', () => {
   idempotencyStoreConformance(
     'PostgreSQL store (pg, server clock)',
-    async () => {
-      const stores = postgresStores(pg.pool(), { schema: pg.schema });
-      await stores.migrate();
-      return {
-        store: stores.idempotency,
-        elapse: (ms) => sleep(ms),
-        slackMs: 100,
-        close: () => stores.close(),
-      };
-    },
+    async () => environment(await serverStores(pg)),
     { describe, it },
   );
 });
 
 describe('idempotency store on PGlite', () => {
-  let db: PGlite;
-  let scenario = 0;
-  beforeAll(async () => {
-    db = new PGlite();
-    await db.waitReady;
-  }, 30_000);
-  afterAll(() => db.close());
-
+  const embedded = useEmbeddedPostgres();
   idempotencyStoreConformance(
     'PostgreSQL store (PGlite, embedded)',
-    async () => {
-      scenario += 1;
-      const stores = postgresStores(db, { schema: `conformance_${scenario}` });
-      await stores.migrate();
-      return {
-        store: stores.idempotency,
-        elapse: (ms) => sleep(ms),
-        slackMs: 100,
-        close: () => stores.close(),
-      };
-    },
+    async () => environment(await embedded.stores()),
     { describe, it },
   );
 });

@@ -8,12 +8,12 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { PGlite } from '@electric-sql/pglite';
 import type { Pool, PoolClient } from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { idempotency } from '../../src/idempotency/idempotency.js';
 import { channelName } from '../../src/stores/postgres/identifiers.js';
 import { type PostgresStores, postgresStores } from '../../src/stores/postgres/index.js';
+import { serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
 import { usePostgres } from '../support/services.js';
 
 const pg = await usePostgres();
@@ -169,11 +169,7 @@ function sharedScenarios(name: string, backend: () => Backend): void {
 
 pg.describe('idempotency store on PostgreSQL (pg)', () => {
   sharedScenarios('pg', () => ({
-    stores: async () => {
-      const stores = postgresStores(pg.pool(), { schema: pg.schema });
-      await stores.migrate();
-      return stores;
-    },
+    stores: () => serverStores(pg),
     sql: async (text, params) => (await pg.admin().query(text, params)).rows,
   }));
 
@@ -208,8 +204,7 @@ pg.describe('idempotency store on PostgreSQL (pg)', () => {
     ).rows[0]!.n;
 
   it('notifies only for records a duplicate saw in progress (a notifying commit serialises every other)', async () => {
-    const stores = postgresStores(pg.pool(), { schema: pg.schema });
-    await stores.migrate();
+    const stores = await serverStores(pg);
     const store = stores.idempotency;
     const listener = pg.client();
     await listener.connect();
@@ -272,22 +267,10 @@ pg.describe('idempotency store on PostgreSQL (pg)', () => {
 });
 
 describe('idempotency store on PGlite', () => {
-  let db: PGlite;
-  let n = 0;
-  beforeAll(async () => {
-    db = new PGlite();
-    await db.waitReady;
-  }, 30_000);
-  afterAll(() => db.close());
-
+  const embedded = useEmbeddedPostgres();
   sharedScenarios('PGlite', () => ({
-    stores: async () => {
-      n += 1;
-      const stores = postgresStores(db, { schema: `s${n}` });
-      await stores.migrate();
-      return stores;
-    },
-    sql: async (text, params) => (await db.query<never>(text, params)).rows,
+    stores: () => embedded.stores(),
+    sql: async (text, params) => (await embedded.db().query<never>(text, params)).rows,
   }));
 });
 

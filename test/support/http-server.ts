@@ -35,12 +35,3 @@ export async function listen(server: Server): Promise<{ url: string; allClosed: 
 export function afterThisTest(cleanup: () => Promise<void>): void {
   cleanups.push(cleanup);
 }
-
-/** Polls between event-loop turns until `condition` holds; fails after 5 s of real time. */
-export async function until(condition: () => boolean, what: string): Promise<void> {
-  const start = performance.now();
-  while (!condition()) {
-    if (performance.now() - start > 5_000) throw new Error(`never happened: ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
