@@ -4,7 +4,8 @@
  * declarations, Lua sources): Stryker cannot switch them on per test, so each one would need the
  * whole suite (about 25 s), some 1,500 of them, hours on 2 cores. Here each static mutant the
  * committed report holds as ignored runs against the tests of its own folder instead
- * (`src/<folder>/**\/*.test.ts`; for the Redis store also `test/rate-limit/redis-*.test.ts`), and
+ * (`src/<folder>/**\/*.test.ts`; for the Redis store also `test/{rate-limit,idempotency}/redis-*.test.ts`,
+ * for the PostgreSQL stores `test/postgres/*.test.ts`), and
  * its result replaces the "ignored" in the committed report, its reason saying which tests ran.
  * So does every survivor: one that runs both at load and in tests ("hybrid") was switched on by
  * the main run only for the tests that reach it at run time, after the module had loaded
@@ -27,7 +28,9 @@ function folderOf(file: string): string {
 }
 function testsOf(folder: string): string[] {
   const tests = [`${folder}/**/*.test.ts`];
-  if (folder === 'src/stores/redis') tests.push('test/rate-limit/redis-*.test.ts');
+  if (folder === 'src/stores/redis')
+    tests.push('test/rate-limit/redis-*.test.ts', 'test/idempotency/redis-*.test.ts');
+  if (folder === 'src/stores/postgres') tests.push('test/postgres/*.test.ts');
   return tests;
 }
 const identity = (m: Mutant) =>

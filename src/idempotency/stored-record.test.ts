@@ -37,6 +37,9 @@ describe('stored records', () => {
       e: { name: 'Error', message: '[object Object]', kind: 'invalid', expose: false },
     });
     expect(JSON.parse(failureRecord({ status: 404, statusCode: 410 }, 'not_found')).e.status).toBe(404);
+    expect(JSON.parse(failureRecord({ status: '404', statusCode: '410' }, 'not_found')).e).not.toHaveProperty(
+      'status',
+    );
     expect(JSON.parse(failureRecord(null, 'invalid'))).toEqual({
       e: { name: 'Error', message: 'null', kind: 'invalid', expose: false },
     });
