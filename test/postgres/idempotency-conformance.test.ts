@@ -13,7 +13,7 @@ import { usePostgres } from '../support/services.js';
 const pg = await usePostgres();
 
 /** The conformance environment on a store set: the database's time passes for real. */
-async function environment(stores: PostgresStores) {
+function environment(stores: PostgresStores) {
   return {
     store: stores.idempotency,
     elapse: (ms: number) => sleep(ms),

@@ -6,6 +6,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll } from 'vitest';
 import {
+  type PostgresDatabase,
   type PostgresStores,
   type PostgresStoresOptions,
   postgresStores,
@@ -15,14 +16,15 @@ import type { PostgresService } from './services.js';
 /** Options of the helpers below, without the schema (each picks its own). */
 export type StoreOverrides = Omit<PostgresStoresOptions, 'schema'>;
 
-/** Stores on the current test's schema of `pg`, migrated. */
-export async function serverStores(
-  pg: PostgresService,
-  overrides: StoreOverrides = {},
-): Promise<PostgresStores> {
-  const stores = postgresStores(pg.pool(), { schema: pg.schema, ...overrides });
+async function migrated(db: PostgresDatabase, options: PostgresStoresOptions): Promise<PostgresStores> {
+  const stores = postgresStores(db, options);
   await stores.migrate();
   return stores;
+}
+
+/** Stores on the current test's schema of `pg`, migrated. */
+export function serverStores(pg: PostgresService, overrides: StoreOverrides = {}): Promise<PostgresStores> {
+  return migrated(pg.pool(), { schema: pg.schema, ...overrides });
 }
 
 /** An embedded database for the enclosing describe block, from {@link useEmbeddedPostgres}. */
@@ -51,11 +53,9 @@ export function useEmbeddedPostgres(): EmbeddedPostgres {
   };
   return {
     db: current,
-    async stores(overrides = {}) {
+    stores(overrides = {}) {
       schemas += 1;
-      const stores = postgresStores(current(), { schema: `e${schemas}`, ...overrides });
-      await stores.migrate();
-      return stores;
+      return migrated(current(), { schema: `e${schemas}`, ...overrides });
     },
   };
 }
