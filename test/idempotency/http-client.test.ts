@@ -2,9 +2,10 @@
  * The client side of idempotency keys over real HTTP: a local server behind idempotencyMiddleware,
  * and a client POSTing through `withIdempotencyKey(pipeline(retry(...), timeout(...)))` with
  * `Idempotency-Key: context.idempotencyKey`. The first attempt's response is lost (the server
- * handles it, but the client's per-attempt timeout aborts the fetch first); the retry, with the
- * same key, gets the replayed response and the charge runs once. The contrast: a fresh key per
- * attempt (the classic duplicate-charge bug) runs it twice.
+ * handles it, but holds its answer until the retry arrives, so the client's per-attempt timeout
+ * always aborts the first fetch, however loaded the machine); the retry, with the same key, gets
+ * the replayed response and the charge runs once. The contrast: a fresh key per attempt (the
+ * classic duplicate-charge bug) runs it twice.
  */
 import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
@@ -19,15 +20,22 @@ import { retry } from '../../src/retry/retry.js';
 import { timeout } from '../../src/timeout/timeout.js';
 import { listen } from '../support/http-server.js';
 
-/** The first charge is slower than the client's per-attempt timeout; later ones answer at once. */
-const FIRST_CHARGE_MS = 400;
-const ATTEMPT_TIMEOUT_MS = 250;
+/** Long enough for any attempt that gets an answer; the first never does before it times out. */
+const ATTEMPT_TIMEOUT_MS = 1_000;
 
-/** A payment server: each run of the route is one charge (the side effect counted). */
+/**
+ * A payment server: each run of the route is one charge (the side effect counted). The first
+ * charge answers only when a second request reaches the server, which is after the client gave
+ * up on the first attempt; later charges answer at once.
+ */
 async function paymentServer() {
   const charges: string[] = [];
+  let requests = 0;
+  let answerFirst: (() => void) | undefined;
   const mw = idempotencyMiddleware({ idempotency: idempotency() });
-  const server = createServer((req, res) =>
+  const server = createServer((req, res) => {
+    requests += 1;
+    if (requests === 2) answerFirst?.();
     mw(req, res, (error?: unknown) => {
       if (error !== undefined) {
         res.writeHead(500).end();
@@ -35,13 +43,14 @@ async function paymentServer() {
       }
       const id = `ch_${charges.length + 1}`;
       charges.push(id);
-      const delay = charges.length === 1 ? FIRST_CHARGE_MS : 0;
-      setTimeout(() => {
+      const answer = (): void => {
         res.writeHead(201, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ charge: id, body: String((req as { body?: unknown }).body) }));
-      }, delay);
-    }),
-  );
+      };
+      if (charges.length === 1 && requests === 1) answerFirst = answer;
+      else answer();
+    });
+  });
   return { url: (await listen(server)).url, charges };
 }
 
@@ -87,8 +96,6 @@ describe('idempotency keys end to end: client retries against idempotencyMiddlew
       attempts.push(attempt);
       return charge(url, crypto.randomUUID(), signal);
     });
-    // The first (lost) charge still completes on the server.
-    await new Promise((resolve) => setTimeout(resolve, FIRST_CHARGE_MS));
     console.log(`fresh key per attempt: ${attempts.length} attempts, ${charges.length} charge(s)`);
     expect(attempts).toEqual([1, 2]);
     expect(result).toMatchObject({ charge: 'ch_2', replayed: false });
