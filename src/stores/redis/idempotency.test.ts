@@ -240,7 +240,7 @@ describe('RedisIdempotencyStore subscriber connection', () => {
   it('an unwatched key leaves no entry behind, and unwatching twice is harmless', () => {
     const { store } = fake();
     const unwatch = store.watch('k', () => {});
-    const watchers = (store as unknown as { watchers: Map<string, unknown> }).watchers;
+    const watchers = (store as unknown as { watchers: Map<string, Set<unknown>> }).watchers;
     expect(watchers.size).toBe(1);
     unwatch();
     expect(watchers.size).toBe(0);
