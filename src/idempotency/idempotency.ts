@@ -8,10 +8,11 @@ import { classify } from '../core/classify.js';
 import { isStoreUnavailableError, StoreUnavailableError } from '../core/errors.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { isPermanentKind } from '../core/kind.js';
+import { LeaseKeeper } from '../core/lease-keeper.js';
+import { PollingWait, type Watch } from '../core/polling-wait.js';
 import { storeKey } from '../core/validate.js';
-import { IdempotencyConflictError, IdempotencyInProgressError } from './errors.js';
+import { IdempotencyConflictError, IdempotencyInProgressError, LeaseLostError } from './errors.js';
 import { canonicalJson, sha256Hex } from './json-codec.js';
-import { LeaseKeeper } from './lease.js';
 import { memoryIdempotencyStore } from './memory-store.js';
 import {
   type ConflictEvent,
@@ -24,7 +25,6 @@ import {
 } from './options.js';
 import type { ClaimResult, IdempotencyStore } from './store.js';
 import { failureRecord, readRecord, valueRecord } from './stored-record.js';
-import { OwnerWait } from './wait-for-owner.js';
 
 /** What a handler receives. */
 export interface IdempotentHandlerContext<Tx = undefined> {
@@ -107,10 +107,13 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
   private readonly conflicted = new Listeners<ConflictEvent>();
   private readonly leaseLost = new Listeners<LeaseLostEvent>();
   private readonly storeFailed = new Listeners<IdempotencyStoreErrorEvent>();
+  /** The store's `watch`, bound, or undefined when it cannot watch. */
+  private readonly watch: Watch | undefined;
 
   constructor(private readonly o: ReadIdempotencyOptions) {
     this.name = o.name;
     this.store = o.store ?? memoryIdempotencyStore({ clock: o.clock });
+    this.watch = this.store.watch?.bind(this.store);
     if (o.onReplay) this.replayed.add(o.onReplay);
     if (o.onConflict) this.conflicted.add(o.onConflict);
     if (o.onLeaseLost) this.leaseLost.add(o.onLeaseLost);
@@ -138,7 +141,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     const fingerprint = await fingerprintOf(
       this.o.fingerprint ? this.o.fingerprint(request as never) : request,
     );
-    let wait: OwnerWait | undefined;
+    let wait: PollingWait | undefined;
     try {
       for (;;) {
         signal?.throwIfAborted();
@@ -161,7 +164,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
             throw new IdempotencyConflictError(key);
           default: {
             if (!this.o.wait) throw new IdempotencyInProgressError(key, claim.retryAfterMs);
-            wait ??= new OwnerWait(this.store, key, this.o.clock, this.o.clock.now() + this.o.maxWaitMs);
+            wait ??= new PollingWait(this.watch, key, this.o.clock, this.o.clock.now() + this.o.maxWaitMs);
             if (wait.remaining() === 0) throw new IdempotencyInProgressError(key, claim.retryAfterMs);
             await wait.next(claim.retryAfterMs, signal);
           }
@@ -193,19 +196,19 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     handler: IdempotentHandler<T, Tx>,
     signal: AbortSignal | undefined,
   ): Promise<T> {
-    const lease = new LeaseKeeper(
-      this.store,
-      key,
-      token,
-      this.o.leaseMs,
-      this.o.clock,
-      claimedAt,
+    const lease = new LeaseKeeper<'complete-refused'>({
+      leaseMs: this.o.leaseMs,
+      clock: this.o.clock,
+      sentAt: claimedAt,
+      marginMs: 0,
       signal,
-      (reason) => {
+      renew: () => this.store.renew(key, token, this.o.leaseMs),
+      lostError: (cause) => new LeaseLostError(key, cause),
+      onLost: (reason) => {
         // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
         if (this.leaseLost.active) this.leaseLost.emit({ policy: this.name, key, reason });
       },
-    );
+    });
     let value: T;
     try {
       value = this.o.transactional
@@ -247,7 +250,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     key: string,
     token: string,
     handler: IdempotentHandler<T, Tx>,
-    lease: LeaseKeeper,
+    lease: LeaseKeeper<'complete-refused'>,
     tx: Tx,
   ): Promise<T> {
     const value = await handler({ signal: lease.signal, tx });

@@ -1,8 +1,10 @@
 /**
  * The options of `idempotency()`: types, defaults and validation, read once per factory call.
  */
+
 import type { Clock } from '../core/clock.js';
 import type { Listener } from '../core/events.js';
+import type { LeaseLoss } from '../core/lease-keeper.js';
 import {
   boolean,
   clockField,
@@ -36,7 +38,7 @@ export interface LeaseLostEvent {
   readonly policy: string;
   readonly key: string;
   /** What lost it: a renewal refused or failed, a renewal too late, or `complete` refused. */
-  readonly reason: 'renew-refused' | 'renew-failed' | 'renew-late' | 'complete-refused';
+  readonly reason: LeaseLoss | 'complete-refused';
 }
 
 /** A store call that failed where the call could go on without it (see docs/idempotency.md). */

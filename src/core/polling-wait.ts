@@ -1,30 +1,39 @@
 /**
- * A duplicate request waiting for the first one: woken by the store's `watch` when it can, and
- * polling as well (a notification may be lost), with a growing delay that never passes the first
- * request's lease or the waiter's own limit.
+ * Waiting for something another caller (maybe in another process) holds — a lock, an idempotency
+ * key in progress: woken by the store's watch when it can, and polling as well (a notification may
+ * be lost), with a growing delay that never passes the holder's lease or the waiter's own limit.
  */
-import type { Clock, TimerHandle } from '../core/clock.js';
-import type { IdempotencyStore } from './store.js';
+import type { Clock, TimerHandle } from './clock.js';
 
 /** First poll delay, doubled after each poll up to {@link MAX_POLL_MS}. */
 const FIRST_POLL_MS = 25;
 const MAX_POLL_MS = 1_000;
 
-/** One waiter: `next()` resolves when it is time to claim again. */
-export class OwnerWait {
+/**
+ * A store's optional `watch(key, wake)`: calls `wake` (later, never synchronously) when `key` may
+ * have become free, and returns the unsubscribe function.
+ */
+export type Watch = (key: string, wake: () => void) => () => void;
+
+/** One waiter: `next()` resolves when it is time to try again. */
+export class PollingWait {
   private pollMs = FIRST_POLL_MS;
   private woken = false;
   private wakeUp: (() => void) | undefined;
   private readonly unwatch: (() => void) | undefined;
 
+  /**
+   * Waits on `key` until `until` (`clock` time), watching it through `watch` when the store has
+   * one (call it as the store's method: `store.watch?.bind(store)` or an arrow).
+   */
   constructor(
-    store: IdempotencyStore<unknown>,
+    watch: Watch | undefined,
     key: string,
     private readonly clock: Clock,
     /** When the waiter gives up (`clock` time). */
     readonly until: number,
   ) {
-    this.unwatch = store.watch?.(key, () => {
+    this.unwatch = watch?.(key, () => {
       this.woken = true;
       this.wakeUp?.();
     });
@@ -36,8 +45,8 @@ export class OwnerWait {
   }
 
   /**
-   * Resolves after a wake-up, after the next poll delay (at most `retryAfterMs`, the first
-   * request's remaining lease, and at most the time left), or rejects when `signal` aborts.
+   * Resolves after a wake-up, after the next poll delay (at most `retryAfterMs`, the holder's
+   * remaining lease, and at most the time left), or rejects when `signal` aborts.
    */
   next(retryAfterMs: number, signal: AbortSignal | undefined): Promise<void> {
     const delay = Math.min(this.pollMs, retryAfterMs, this.remaining());

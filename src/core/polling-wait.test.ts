@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../testing/fake-clock.js';
-import { memoryIdempotencyStore } from './memory-store.js';
-import type { IdempotencyStore } from './store.js';
-import { OwnerWait } from './wait-for-owner.js';
+import { PollingWait, type Watch } from './polling-wait.js';
 
 /** A signal stand-in that counts its abort listeners. */
 function countingSignal(aborted = false) {
@@ -26,21 +24,19 @@ function countingSignal(aborted = false) {
 function watchable() {
   let wake: (() => void) | undefined;
   let unwatched = 0;
-  const store = {
-    watch: (_key: string, w: () => void) => {
-      wake = w;
-      return () => {
-        unwatched += 1;
-      };
-    },
-  } as unknown as IdempotencyStore<unknown>;
-  return { store, wake: () => wake?.(), unwatched: () => unwatched };
+  const watch: Watch = (_key, w) => {
+    wake = w;
+    return () => {
+      unwatched += 1;
+    };
+  };
+  return { watch, wake: () => wake?.(), unwatched: () => unwatched };
 }
 
-describe('OwnerWait', () => {
+describe('PollingWait', () => {
   it('polls after 25 ms, doubling up to 1 s, never past the lease or the time left', async () => {
     const clock = new FakeClock(0);
-    const wait = new OwnerWait(memoryIdempotencyStore({ clock }), 'k', clock, 5_000);
+    const wait = new PollingWait(undefined, 'k', clock, 5_000);
     const delays: number[] = [];
     for (const retryAfterMs of [60_000, 60_000, 60_000, 60_000, 60_000, 60_000, 60_000, 30, 60_000]) {
       const started = clock.now();
@@ -57,8 +53,8 @@ describe('OwnerWait', () => {
 
   it('a wake-up ends the wait at once; one that came between waits ends the next one at once, once', async () => {
     const clock = new FakeClock(0);
-    const { store, wake } = watchable();
-    const wait = new OwnerWait(store, 'k', clock, 60_000);
+    const { watch, wake } = watchable();
+    const wait = new PollingWait(watch, 'k', clock, 60_000);
     const first = wait.next(60_000, undefined);
     wake();
     await first;
@@ -79,7 +75,7 @@ describe('OwnerWait', () => {
 
   it('an aborted signal rejects at once; an abort mid-wait rejects with its reason; no listener is left', async () => {
     const clock = new FakeClock(0);
-    const wait = new OwnerWait(memoryIdempotencyStore({ clock }), 'k', clock, 60_000);
+    const wait = new PollingWait(undefined, 'k', clock, 60_000);
     const already = countingSignal(true);
     await expect(wait.next(1_000, already.signal)).rejects.toThrow('left');
     expect(already.listeners.size).toBe(0);
@@ -99,8 +95,8 @@ describe('OwnerWait', () => {
 
   it('a wake-up that ended a wait is used up: the next wait polls', async () => {
     const clock = new FakeClock(0);
-    const { store, wake } = watchable();
-    const wait = new OwnerWait(store, 'k', clock, 60_000);
+    const { watch, wake } = watchable();
+    const wait = new PollingWait(watch, 'k', clock, 60_000);
     const first = wait.next(60_000, undefined);
     wake();
     await first;
@@ -117,9 +113,9 @@ describe('OwnerWait', () => {
 
   it('close unwatches', () => {
     const clock = new FakeClock(0);
-    const { store, unwatched } = watchable();
-    new OwnerWait(store, 'k', clock, 1).close();
+    const { watch, unwatched } = watchable();
+    new PollingWait(watch, 'k', clock, 1).close();
     expect(unwatched()).toBe(1);
-    new OwnerWait({} as IdempotencyStore<unknown>, 'k', clock, 1).close(); // a store that cannot watch
+    new PollingWait(undefined, 'k', clock, 1).close(); // a store that cannot watch
   });
 });
