@@ -4,6 +4,7 @@
  * be lost), with a growing delay that never passes the holder's lease or the waiter's own limit.
  */
 import type { Clock, TimerHandle } from './clock.js';
+import type { Random } from './random.js';
 
 /** First poll delay, doubled after each poll up to {@link MAX_POLL_MS}. */
 const FIRST_POLL_MS = 25;
@@ -24,7 +25,9 @@ export class PollingWait {
 
   /**
    * Waits on `key` until `until` (`clock` time), watching it through `watch` when the store has
-   * one (call it as the store's method: `store.watch?.bind(store)` or an arrow).
+   * one (call it as the store's method: `store.watch?.bind(store)` or an arrow). With `random`,
+   * each poll delay is jittered down to between half and all of itself (waiters on one key then
+   * do not poll in step).
    */
   constructor(
     watch: Watch | undefined,
@@ -32,11 +35,17 @@ export class PollingWait {
     private readonly clock: Clock,
     /** When the waiter gives up (`clock` time). */
     readonly until: number,
+    private readonly random?: Random,
   ) {
     this.unwatch = watch?.(key, () => {
       this.woken = true;
       this.wakeUp?.();
     });
+  }
+
+  /** The next poll delay before jitter, in ms: a hint of when to try again. */
+  get pollDelayMs(): number {
+    return this.pollMs;
   }
 
   /** Time left before {@link until}, in ms (0 when it has passed). */
@@ -49,7 +58,8 @@ export class PollingWait {
    * remaining lease, and at most the time left), or rejects when `signal` aborts.
    */
   next(retryAfterMs: number, signal: AbortSignal | undefined): Promise<void> {
-    const delay = Math.min(this.pollMs, retryAfterMs, this.remaining());
+    const poll = this.random === undefined ? this.pollMs : this.pollMs * (0.5 + this.random() / 2);
+    const delay = Math.min(poll, retryAfterMs, this.remaining());
     this.pollMs = Math.min(this.pollMs * 2, MAX_POLL_MS);
     return new Promise<void>((resolve, reject) => {
       let timer: TimerHandle | undefined;
