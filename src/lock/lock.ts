@@ -190,6 +190,11 @@ class DistributedLockImpl implements DistributedLock {
         const sentAt = clock.now();
         const lease = await this.store.acquire(key, owner, o.ttlMs);
         if (lease !== undefined) {
+          if (o.signal?.aborted) {
+            // The caller left while the acquisition was in flight: give the lease back at once.
+            await this.release(key, owner);
+            throw o.signal.reason;
+          }
           const held = this.hold(key, owner, lease.fence, sentAt, o);
           // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
           if (this.acquired.active)
@@ -233,6 +238,8 @@ class DistributedLockImpl implements DistributedLock {
   private async runHeld<T>(held: readonly Held[], owner: string, run: () => T | Promise<T>): Promise<T> {
     let value: T;
     try {
+      // The caller may have left, or a lease been lost, between the acquisition and now.
+      for (const h of held) h.keeper.signal.throwIfAborted();
       value = await run();
     } catch (error) {
       const lost = await this.finish(held, owner);
@@ -255,12 +262,17 @@ class DistributedLockImpl implements DistributedLock {
     for (let i = held.length - 1; i >= 0; i--) {
       const { key, keeper } = held[i]!;
       keeper.stop();
-      try {
-        await this.store.release(key, owner);
-      } catch (error) {
-        // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
-        if (this.releaseFailures.active) this.releaseFailures.emit({ policy: this.name, key, error });
-      }
+      await this.release(key, owner);
+    }
+  }
+
+  /** Releases one key; a failure is reported through `onReleaseFailed`, never thrown. */
+  private async release(key: string, owner: string): Promise<void> {
+    try {
+      await this.store.release(key, owner);
+    } catch (error) {
+      // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
+      if (this.releaseFailures.active) this.releaseFailures.emit({ policy: this.name, key, error });
     }
   }
 }
