@@ -148,6 +148,35 @@ export type {
   ReplayEvent,
 } from './idempotency/options.js';
 export type { ClaimResult, IdempotencyStore } from './idempotency/store.js';
+export {
+  isLockLostError,
+  isLockNotAcquiredError,
+  isStaleFenceError,
+  LockLostError,
+  LockNotAcquiredError,
+  StaleFenceError,
+} from './lock/errors.js';
+export {
+  type DistributedLock,
+  distributedLock,
+  type LockContext,
+  type MultiLockContext,
+} from './lock/lock.js';
+export {
+  type MemoryFenceStore,
+  type MemoryLockStore,
+  type MemoryLockStoreOptions,
+  memoryFenceStore,
+  memoryLockStore,
+} from './lock/memory-store.js';
+export type {
+  DistributedLockOptions,
+  LockAcquiredEvent,
+  LockLostEvent,
+  LockReleaseFailedEvent,
+  WithLockOptions,
+} from './lock/options.js';
+export type { AcquiredLease, FenceStore, LockStore } from './lock/store.js';
 export { isRateLimitedError, RateLimitedError } from './rate-limit/errors.js';
 export type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './rate-limit/events.js';
 export {

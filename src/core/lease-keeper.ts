@@ -17,8 +17,8 @@ export interface LeaseTerms<Reason extends string> {
   readonly clock: Clock;
   /** When the acquisition was sent (`clock` time): the first lease is counted from then. */
   readonly sentAt: number;
-  /** Taken off each lease's end before it counts as lost (clock drift between us and the store). */
-  readonly marginMs: number;
+  /** Taken off each lease's end before it counts as lost (clock drift between us and the store). @default 0 */
+  readonly marginMs?: number | undefined;
   /** The caller's signal: its abort aborts {@link LeaseKeeper.signal} too. */
   readonly signal: AbortSignal | undefined;
   /** Renews the lease for `leaseMs`: true when renewed, false when it was already lost. */
@@ -78,7 +78,7 @@ export class LeaseKeeper<Reason extends string = never> {
 
   /** Renews at a third of the lease after `sentAt`; the lease is lost at its end unless renewed. */
   private schedule(sentAt: number): void {
-    const { leaseMs, marginMs, clock } = this.terms;
+    const { leaseMs, marginMs = 0, clock } = this.terms;
     const lateIn = Math.max(0, sentAt + leaseMs - marginMs - clock.now());
     this.clearTimers();
     this.lateTimer = clock.setTimer(() => this.lose('renew-late'), lateIn);

@@ -107,8 +107,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
   private readonly conflicted = new Listeners<ConflictEvent>();
   private readonly leaseLost = new Listeners<LeaseLostEvent>();
   private readonly storeFailed = new Listeners<IdempotencyStoreErrorEvent>();
-  /** The store's `watch`, bound, or undefined when it cannot watch. */
-  private readonly watch: Watch | undefined;
+  private readonly watch: Watch | undefined; // the store's, bound
 
   constructor(private readonly o: ReadIdempotencyOptions) {
     this.name = o.name;
@@ -200,7 +199,6 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
       leaseMs: this.o.leaseMs,
       clock: this.o.clock,
       sentAt: claimedAt,
-      marginMs: 0,
       signal,
       renew: () => this.store.renew(key, token, this.o.leaseMs),
       lostError: (cause) => new LeaseLostError(key, cause),

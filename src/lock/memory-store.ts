@@ -2,8 +2,9 @@
  * The in-memory lock and fence stores: the defaults of `distributedLock()` and the reference
  * behaviour every other store's conformance suite is held to. Single process only.
  */
-import { type Clock, systemClock } from '../core/clock.js';
-import { isClock, optionKeys, optionsObject, show, storeKey } from '../core/validate.js';
+import type { Clock } from '../core/clock.js';
+import { clockField, readOptions, type Schema } from '../core/read-options.js';
+import { show, storeKey } from '../core/validate.js';
 import { StaleFenceError } from './errors.js';
 import type { AcquiredLease, FenceStore, LockStore } from './store.js';
 
@@ -13,8 +14,7 @@ export interface MemoryLockStoreOptions {
   readonly clock?: Clock | undefined;
 }
 
-// Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; each value is the type's required `true`
-const memoryLockStoreOptionKeys = optionKeys<MemoryLockStoreOptions>({ clock: true });
+const schema = { clock: clockField } satisfies Schema<MemoryLockStoreOptions>;
 
 /** How many acquisitions between two sweeps of expired leases (so an abandoned key is not kept forever). */
 const SWEEP_EVERY = 1_024;
@@ -151,8 +151,7 @@ export class MemoryLockStore implements LockStore {
  * const locks = distributedLock({ store: memoryLockStore({ clock }), clock });
  */
 export function memoryLockStore(options?: MemoryLockStoreOptions): MemoryLockStore {
-  const o = optionsObject('memoryLockStore options', options, memoryLockStoreOptionKeys);
-  return new MemoryLockStore(o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock));
+  return new MemoryLockStore(readOptions('memoryLockStore options', options, schema).clock);
 }
 
 const settled = (): void => {};

@@ -9,6 +9,12 @@ export {
   idempotencyStoreConformance,
 } from './idempotency-conformance.js';
 export {
+  type FenceStoreFixture,
+  fenceStoreConformance,
+  type LockStoreFixture,
+  lockStoreConformance,
+} from './lock-conformance.js';
+export {
   type MakePolicy,
   type PolicyFixture,
   type PolicyUnderTest,
