@@ -20,6 +20,7 @@ export default defineConfig({
       'test/idempotency/redis-failure.test.ts',
       'test/idempotency/redis-outage.test.ts',
       'test/idempotency/http-client.test.ts',
+      'test/lock/redis-*.test.ts',
       'test/postgres/*.test.ts',
     ],
     testTimeout: 20_000,

@@ -4,7 +4,7 @@
  * declarations, Lua sources): Stryker cannot switch them on per test, so each one would need the
  * whole suite (about 25 s), some 1,500 of them, hours on 2 cores. Here each static mutant the
  * committed report holds as ignored runs against the tests of its own folder instead
- * (`src/<folder>/**\/*.test.ts`; for the Redis store also `test/{rate-limit,idempotency}/redis-*.test.ts`,
+ * (`src/<folder>/**\/*.test.ts`; for the Redis stores also `test/{rate-limit,idempotency,lock}/redis-*.test.ts`,
  * for the PostgreSQL stores `test/postgres/*.test.ts`), and
  * its result replaces the "ignored" in the committed report, its reason saying which tests ran.
  * So does every survivor: one that runs both at load and in tests ("hybrid") was switched on by
@@ -29,7 +29,11 @@ function folderOf(file: string): string {
 function testsOf(folder: string): string[] {
   const tests = [`${folder}/**/*.test.ts`];
   if (folder === 'src/stores/redis')
-    tests.push('test/rate-limit/redis-*.test.ts', 'test/idempotency/redis-*.test.ts');
+    tests.push(
+      'test/rate-limit/redis-*.test.ts',
+      'test/idempotency/redis-*.test.ts',
+      'test/lock/redis-*.test.ts',
+    );
   if (folder === 'src/stores/postgres') tests.push('test/postgres/*.test.ts');
   return tests;
 }
