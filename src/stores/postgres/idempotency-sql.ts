@@ -8,11 +8,7 @@
  * requests nobody waits for must not notify.
  */
 
-/** The longest key sent as a notification payload (PostgreSQL's limit is 8000 bytes); longer keys send '' (wake all). */
-const MAX_PAYLOAD_BYTES = 7_000;
-
-const payload = `CASE WHEN octet_length(key) <= ${MAX_PAYLOAD_BYTES} THEN key ELSE '' END`;
-const ms = (param: string): string => `clock_timestamp() + ${param}::float8 * interval '1 millisecond'`;
+import { msFromNow as ms, notifyPayload as payload } from './sql.js';
 
 /** The SQL of each decision on `<schema>.idempotency_keys`. */
 export interface IdempotencySql {

@@ -5,12 +5,14 @@
  */
 import type { Clock } from '../../core/clock.js';
 import { StoreUnavailableError } from '../../core/errors.js';
-import { show, storeKey } from '../../core/validate.js';
+import { show } from '../../core/validate.js';
 import type { ClaimResult, IdempotencyStore } from '../../idempotency/store.js';
 import type { Database, Notifications, PostgresTransaction } from './database.js';
 import { type IdempotencySql, idempotencySql } from './idempotency-sql.js';
 import { channelName, quoteIdent } from './identifiers.js';
+import { KeyWatchers } from './key-watchers.js';
 import { Reaper } from './reaper.js';
+import { textValue } from './values.js';
 
 /** How often expired records are deleted, in milliseconds. */
 export const REAP_INTERVAL_MS = 60_000;
@@ -29,17 +31,6 @@ interface ClaimRow {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
-
-/** `value` as a key or fingerprint: a non-empty well-formed string without U+0000 (text cannot hold it). */
-function textValue(name: string, value: unknown): string {
-  const text = storeKey(name, value);
-  if (text.includes('\u0000')) {
-    throw new TypeError(
-      `expected "${name}" to contain no U+0000 (PostgreSQL text cannot hold it), got ${show(value)}`,
-    );
-  }
-  return text;
-}
 
 /** A positive duration in whole milliseconds, for a lease or a retention. */
 function duration(name: string, value: unknown): number {
@@ -76,20 +67,21 @@ export class PostgresIdempotencyStore implements IdempotencyStore<PostgresTransa
   private readonly sql: IdempotencySql;
   private readonly channel: string;
   private readonly reaper: Reaper;
-  private readonly watchers = new Map<string, Set<() => void>>();
-  private subscribed = false;
 
   /** @internal Built by `postgresStores`. */
   constructor(
     private readonly db: Database,
     schema: string,
     clock: Clock,
-    private readonly notifications: (() => Notifications) | undefined,
+    notifications: (() => Notifications) | undefined,
   ) {
     this.sql = idempotencySql(quoteIdent(schema));
     this.channel = channelName(schema, 'idempotency');
     this.reaper = new Reaper(clock, REAP_INTERVAL_MS, () => this.reap());
-    if (notifications !== undefined) this.watch = (key, wake) => this.subscribe(key, wake);
+    if (notifications !== undefined) {
+      const watchers = new KeyWatchers(notifications, this.channel);
+      this.watch = (key, wake) => watchers.watch(key, wake);
+    }
   }
 
   async claim(key: string, fingerprint: string, leaseMs: number): Promise<ClaimResult> {
@@ -184,42 +176,5 @@ export class PostgresIdempotencyStore implements IdempotencyStore<PostgresTransa
   /** @internal Stops the reaper (from `stores.close()`). */
   stop(): void {
     this.reaper.stop();
-  }
-
-  private subscribe(key: string, wake: () => void): () => void {
-    let set = this.watchers.get(key);
-    if (set === undefined) {
-      set = new Set();
-      this.watchers.set(key, set);
-    }
-    set.add(wake);
-    const own = set;
-    if (!this.subscribed) {
-      this.subscribed = true;
-      try {
-        this.notifications!().subscribe(this.channel, (payload) => this.woken(payload));
-      } catch {
-        // Watching is a hint: a store that cannot listen leaves waiters to poll.
-      }
-    }
-    return () => {
-      own.delete(wake);
-      if (own.size === 0 && this.watchers.get(key) === own) this.watchers.delete(key);
-    };
-  }
-
-  /** A notification: `payload` is the key, or '' for a key too long to send (wakes every watcher). */
-  private woken(payload: string): void {
-    const sets = payload === '' ? [...this.watchers.values()] : [this.watchers.get(payload)];
-    for (const set of sets) {
-      if (set === undefined) continue;
-      for (const wake of [...set]) {
-        try {
-          wake();
-        } catch {
-          // A watcher's failure is its own.
-        }
-      }
-    }
   }
 }

@@ -7,7 +7,9 @@
 import { show } from '../../core/validate.js';
 import { type Database, isPGlite, isPgPool, type PostgresDatabase } from './database.js';
 import { QueryDeadline } from './deadline.js';
+import { PostgresFenceStore } from './fence.js';
 import { PostgresIdempotencyStore } from './idempotency.js';
+import { PostgresLockStore } from './lock.js';
 import { type MigrateResult, migrate } from './migrate.js';
 import { type PostgresStoresOptions, readPostgresStoresOptions } from './options.js';
 import { PgDatabase } from './pg-database.js';
@@ -20,7 +22,9 @@ export type {
   PostgresDatabase,
   PostgresTransaction,
 } from './database.js';
+export type { PostgresFenceStore } from './fence.js';
 export type { PostgresIdempotencyStore } from './idempotency.js';
+export type { PostgresLockStore } from './lock.js';
 export type { MigrateResult } from './migrate.js';
 export type { PostgresStoresOptions } from './options.js';
 
@@ -32,6 +36,7 @@ export type { PostgresStoresOptions } from './options.js';
  * const stores = postgresStores(pool);
  * await stores.migrate();
  * const payments = idempotency({ store: stores.idempotency });
+ * const locks = distributedLock({ store: stores.lock });
  * // at shutdown
  * await stores.close();
  */
@@ -40,6 +45,13 @@ export interface PostgresStores {
   readonly schema: string;
   /** The idempotency store: pass it as `idempotency({ store })`. */
   readonly idempotency: PostgresIdempotencyStore;
+  /** The lock store (`<schema>.locks`): pass it as `distributedLock({ store })`. */
+  readonly lock: PostgresLockStore;
+  /**
+   * The fence store (`<schema>.fences`): `write(resource, fence, apply)` checks a lock's fence and
+   * commits it with `apply(tx)`'s writes, in one transaction.
+   */
+  readonly fence: PostgresFenceStore;
   /**
    * Creates or upgrades the stores' tables in `schema` (created if missing): applies, in one
    * transaction, the migrations not applied yet, and records them in `<schema>.migrations`.
@@ -49,8 +61,9 @@ export interface PostgresStores {
    */
   migrate(): Promise<MigrateResult>;
   /**
-   * Stops the stores' timers and closes the connection opened for notifications, if any. Never ends
-   * your pool or PGlite instance. The stores still answer afterwards, without `watch` wake-ups.
+   * Stops the stores' timers (the idempotency and lock reapers) and closes the connection opened
+   * for notifications, if any. Never ends your pool or PGlite instance. The stores still answer
+   * afterwards, without `watch` wake-ups.
    */
   close(): Promise<void>;
 }
@@ -84,15 +97,26 @@ export function postgresStores(db: PostgresDatabase, options?: PostgresStoresOpt
   const database: Database = pglite ? new PGliteDatabase(db, deadline) : new PgDatabase(db, deadline);
   const notifications = o.listen ? () => database.notifications() : undefined;
   let idempotency: PostgresIdempotencyStore | undefined;
+  let lock: PostgresLockStore | undefined;
+  let fence: PostgresFenceStore | undefined;
   return {
     schema: o.schema,
     get idempotency() {
       idempotency ??= new PostgresIdempotencyStore(database, o.schema, o.clock, notifications);
       return idempotency;
     },
+    get lock() {
+      lock ??= new PostgresLockStore(database, o.schema, o.clock, o.timeoutMs, notifications);
+      return lock;
+    },
+    get fence() {
+      fence ??= new PostgresFenceStore(database, o.schema);
+      return fence;
+    },
     migrate: () => migrate(database, o.schema),
     async close() {
       idempotency?.stop();
+      lock?.stop();
       await database.close();
       deadline.stop();
     },

@@ -35,4 +35,24 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS idempotency_keys_expires_at ON ${s}.idempotency_keys (expires_at)`,
     ],
   },
+  {
+    version: 2,
+    name: 'locks and fences',
+    // A lease table, not advisory locks: a session lock would not survive PgBouncer's transaction
+    // pooling, and a row keeps the key's last fence after its release.
+    statements: (s) => [
+      `CREATE TABLE IF NOT EXISTS ${s}.locks (
+        key text PRIMARY KEY,
+        owner text,
+        fence bigint NOT NULL,
+        expires_at timestamptz NOT NULL,
+        waiters boolean NOT NULL DEFAULT false
+      )`,
+      `CREATE INDEX IF NOT EXISTS locks_expires_at ON ${s}.locks (expires_at)`,
+      `CREATE TABLE IF NOT EXISTS ${s}.fences (
+        resource text PRIMARY KEY,
+        fence bigint NOT NULL
+      )`,
+    ],
+  },
 ];
