@@ -240,7 +240,9 @@ describe('RedisIdempotencyStore subscriber connection', () => {
   it('an unwatched key leaves no entry behind, and unwatching twice is harmless', () => {
     const { store } = fake();
     const unwatch = store.watch('k', () => {});
-    const watchers = (store as unknown as { watchers: Map<string, Set<unknown>> }).watchers;
+    const channels = (store as unknown as { wakeups: { channels: Map<string, Map<string, Set<unknown>>> } })
+      .wakeups.channels;
+    const watchers = channels.get('p:idem:wake')!;
     expect(watchers.size).toBe(1);
     unwatch();
     expect(watchers.size).toBe(0);

@@ -1,72 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { positiveInteger, show } from '../../core/validate.js';
+import { show } from '../../core/validate.js';
 import type { ClaimResult, IdempotencyStore } from '../../idempotency/store.js';
 import type { StoreDeadline } from './deadline.js';
 import { claimScript, completeScript, releaseScript, renewScript } from './idempotency-scripts.js';
 import { redisKey } from './keys.js';
 import { RedisScript, type ScriptClient } from './script.js';
+import { replyText, text, wholeMs } from './values.js';
+import { RedisWakeups, type WakeupClient } from './wakeups.js';
 
 const claimLua = new RedisScript(claimScript);
 const completeLua = new RedisScript(completeScript);
 const releaseLua = new RedisScript(releaseScript);
 const renewLua = new RedisScript(renewScript);
 
-/** A connection's socket, as far as unref'ing it goes. */
-interface Socket {
-  readonly stream?: { unref?(): unknown } | undefined;
-}
-
-/** The part of an ioredis `Redis` or `Cluster` the subscriber uses (a `duplicate()` of the client). */
-interface Subscriber extends Socket {
-  readonly status?: string | undefined;
-  on(event: string, listener: (...args: never[]) => void): unknown;
-  subscribe(channel: string): Promise<unknown>;
-  connect(): Promise<unknown>;
-  disconnect(): void;
-}
-
 /** A client the idempotency store can use: runs scripts, reports its status, can be duplicated. */
-export interface IdempotencyRedisClient extends ScriptClient {
+export interface IdempotencyRedisClient extends ScriptClient, WakeupClient {
   readonly status?: string | undefined;
-  /** ioredis `duplicate()`: a new connection with the same options (for the wake subscriber). */
-  duplicate?(): unknown;
-}
-
-/** One `watch` registration (an object, so the same function watched twice is two watchers). */
-interface Watcher {
-  readonly wake: () => void;
-}
-
-const noop = (): void => {};
-
-/** Unrefs a connection's socket, so that it never keeps the process alive on its own. */
-function unref(connection: Socket | undefined): void {
-  connection?.stream?.unref?.();
-}
-
-/** A whole number of milliseconds Redis can take (`PEXPIRE`): a positive safe integer. */
-function wholeMs(name: string, value: unknown): number {
-  positiveInteger(name, value);
-  if ((value as number) > Number.MAX_SAFE_INTEGER)
-    throw new TypeError(`expected "${name}" to be a positive safe integer, got ${show(value)}`);
-  return value as number;
-}
-
-/** A string Redis keeps byte for byte: well-formed UTF-16 (a lone surrogate would become U+FFFD). */
-function text(name: string, value: unknown): string {
-  if (typeof value !== 'string') throw new TypeError(`expected "${name}" to be a string, got ${show(value)}`);
-  if (!(value as string & { isWellFormed(): boolean }).isWellFormed())
-    throw new TypeError(
-      `expected "${name}" to be well-formed UTF-16 (no lone surrogate), got ${show(value)}`,
-    );
-  return value;
-}
-
-/** A bulk string reply as a string (ioredis gives strings; a Buffer is decoded as UTF-8 alike). */
-function replyText(value: unknown): string | undefined {
-  if (typeof value === 'string') return value;
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
-  return undefined;
 }
 
 /**
@@ -95,15 +44,13 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   /** The channel `complete` and `release` publish the user's key on: `<prefix>idem:wake`. */
   readonly channel: string;
   private readonly head: string;
-  private readonly watchers = new Map<string, Set<Watcher>>();
-  private subscriber: Subscriber | undefined;
-  private closed = false;
 
   /** Use `redisStores(client, options).idempotency`. */
   constructor(
     private readonly client: IdempotencyRedisClient,
     prefix: string,
     private readonly deadline: StoreDeadline,
+    private readonly wakeups: RedisWakeups = new RedisWakeups(client),
   ) {
     this.head = `${prefix}idem:{`;
     this.channel = `${prefix}idem:wake`;
@@ -169,84 +116,27 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * a bad key or `wake`, a client without `duplicate()`, or a closed store set gives a watch that
    * never wakes, and a throwing `wake` is ignored.
    *
-   * The first watch opens the store set's one subscriber connection, `client.duplicate()` (a
-   * subscribed connection cannot send commands), subscribed to `<prefix>idem:wake`; its socket is
-   * unref'd, so it never keeps the process alive on its own (while it reconnects, ioredis's retry
-   * timer does: `close()` the store set at shutdown). It stays open until `close()`. A notification
-   * is a hint: one published while the subscriber is down or reconnecting is lost, so callers poll
-   * as well. On Redis Cluster, `PUBLISH` is broadcast to every node, which costs cluster-bus traffic
-   * but is correct wherever the subscriber is connected.
+   * The first watch of the store set (this store's or the lock store's) opens its one subscriber
+   * connection, `client.duplicate()` (a subscribed connection cannot send commands), which
+   * subscribes to `<prefix>idem:wake`; its socket is unref'd, so it never keeps the process alive on
+   * its own (while it reconnects, ioredis's retry timer does: `close()` the store set at shutdown).
+   * It stays open until `close()`. A notification is a hint: one published while the subscriber is
+   * down or reconnecting is lost, so callers poll as well. On Redis Cluster, `PUBLISH` is broadcast
+   * to every node, which costs cluster-bus traffic but is correct wherever the subscriber is
+   * connected.
    */
   watch(key: string, wake: () => void): () => void {
-    if (this.closed || typeof key !== 'string' || key === '' || typeof wake !== 'function') return noop;
-    const watcher: Watcher = { wake };
-    let watchers = this.watchers.get(key);
-    if (watchers === undefined) {
-      watchers = new Set();
-      this.watchers.set(key, watchers);
-    }
-    watchers.add(watcher);
-    try {
-      this.listen();
-    } catch {
-      // No subscriber (e.g. duplicate() threw): waiters poll.
-    }
-    return () => {
-      const current = this.watchers.get(key);
-      if (current?.delete(watcher) === true && current.size === 0) this.watchers.delete(key);
-    };
+    return this.wakeups.watch(this.channel, key, wake);
   }
 
   /**
-   * Disconnects the subscriber connection, if {@link watch} opened one, and drops every watcher;
-   * later watches never wake. The store's other calls go on working (they use the caller's client,
-   * which is never closed here). Idempotent.
+   * Stops this store's notifications: its watchers are dropped and later watches never wake (the
+   * store set's subscriber is disconnected when no other store of the set uses it). The store's
+   * other calls go on working (they use the caller's client, which is never closed here).
+   * Idempotent.
    */
   close(): void {
-    this.closed = true;
-    this.watchers.clear();
-    const subscriber = this.subscriber;
-    this.subscriber = undefined;
-    subscriber?.disconnect();
-  }
-
-  /** Opens the subscriber connection, once. */
-  private listen(): void {
-    if (this.subscriber !== undefined) return;
-    // Stryker disable next-line ConditionalExpression: without duplicate() the call below throws, and watch catches that alike
-    if (typeof this.client.duplicate !== 'function') return;
-    const subscriber = this.client.duplicate() as Subscriber;
-    this.subscriber = subscriber;
-    const channel = this.channel;
-    subscriber.on('error', noop);
-    subscriber.on('message', (from: string, message: string) => {
-      if (from === channel) this.dispatch(message);
-    });
-    subscriber.on('connect', () => unref(subscriber));
-    // A Cluster: each node connection, and the one it subscribes on (ioredis's own, private).
-    subscriber.on('+node', (node: Subscriber) => node.on('connect', () => unref(node)));
-    // Subscribed on every ready (after each reconnect too): an earlier SUBSCRIBE may have failed
-    // (offline queue off, retries exhausted); SUBSCRIBE of a subscribed channel is a no-op.
-    subscriber.on('ready', () => {
-      unref(subscriber);
-      subscriber.subscribe(channel).then(() => {
-        const inner = (subscriber as { subscriber?: { getInstance?(): Socket } }).subscriber;
-        unref(inner?.getInstance?.());
-      }, noop);
-    });
-    if (subscriber.status === 'wait') subscriber.connect().catch(noop);
-  }
-
-  private dispatch(key: string): void {
-    const watchers = this.watchers.get(key);
-    if (watchers === undefined) return;
-    for (const watcher of [...watchers]) {
-      try {
-        watcher.wake();
-      } catch {
-        // A throwing waker must not break the others, nor ioredis's event loop.
-      }
-    }
+    this.wakeups.drop(this.channel);
   }
 
   /** An owner operation: a compare-and-set on `token`, replying 1 (done) or 0 (not the owner). */

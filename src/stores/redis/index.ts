@@ -7,10 +7,15 @@ import type { Cluster, Redis } from 'ioredis';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { isClock, optionKeys, optionsObject, positive, show } from '../../core/validate.js';
 import { DEFAULT_STORE_TIMEOUT_MS, StoreDeadline } from './deadline.js';
+import { type FenceRedisClient, RedisFenceStore } from './fence.js';
 import { type IdempotencyRedisClient, RedisIdempotencyStore } from './idempotency.js';
+import { type LockRedisClient, RedisLockStore } from './lock.js';
 import { type RateLimitRedisClient, RedisRateLimitStore } from './rate-limit.js';
+import { RedisWakeups, type WakeupClient } from './wakeups.js';
 
+export type { FencedValue, RedisFenceStore } from './fence.js';
 export type { RedisIdempotencyStore } from './idempotency.js';
+export type { RedisLockStore } from './lock.js';
 export type { RedisRateLimitStore } from './rate-limit.js';
 
 /** Options of {@link redisStores}. */
@@ -42,9 +47,20 @@ export interface RedisStores {
    */
   readonly idempotency: RedisIdempotencyStore;
   /**
-   * Closes the connections these stores opened themselves (the idempotency store's subscriber, if
-   * any), never `client`: disconnect that yourself. The stores' calls go on working on `client`;
-   * watches made after `close()` never wake. Idempotent; resolves once closed.
+   * The lock store: pass it as `distributedLock({ store })`. Its `watch` (used while waiting for a
+   * held lock) shares the store set's one subscriber connection with the idempotency store.
+   */
+  readonly lock: RedisLockStore;
+  /**
+   * The fence store, where a lock's fence is checked at the resource: `write(resource, fence,
+   * value)` refuses a stale fence (`StaleFenceError`) and writes the value in the same script.
+   */
+  readonly fence: RedisFenceStore;
+  /**
+   * Closes the connections these stores opened themselves (the one subscriber connection of the
+   * idempotency and lock stores' `watch`, if any), never `client`: disconnect that yourself. The
+   * stores' calls go on working on `client`; watches made after `close()` never wake. Idempotent;
+   * resolves once closed.
    */
   close(): Promise<void>;
 }
@@ -64,6 +80,8 @@ export interface RedisStores {
  * const stores = redisStores(new Redis(process.env.REDIS_URL), { prefix: 'shop:' });
  * const limiter = rateLimiter({ limit: 100, periodMs: 60_000, store: stores.rateLimit });
  * const payments = idempotency({ store: stores.idempotency, leaseMs: 10_000, ttlMs: 86_400_000 });
+ * const locks = distributedLock({ store: stores.lock });
+ * await locks.withLock('account:42', ({ fence }) => stores.fence.write('account:42', fence, '100'));
  * // at shutdown, before client.disconnect():
  * await stores.close();
  */
@@ -85,28 +103,36 @@ export function redisStores(client: Redis | Cluster, options?: RedisStoresOption
   const clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
   const deadline = new StoreDeadline(clock, timeoutMs, 'Redis');
   const redis = client as unknown as RateLimitRedisClient;
+  // One subscriber connection for every store's watch, opened by the first watch.
+  const wakeups = new RedisWakeups(client as unknown as WakeupClient);
   let rateLimit: RedisRateLimitStore | undefined;
   let idempotency: RedisIdempotencyStore | undefined;
-  let closed = false;
+  let lock: RedisLockStore | undefined;
+  let fence: RedisFenceStore | undefined;
   return {
     get rateLimit() {
       rateLimit ??= new RedisRateLimitStore(redis, prefix, deadline);
       return rateLimit;
     },
     get idempotency() {
-      if (idempotency === undefined) {
-        idempotency = new RedisIdempotencyStore(
-          client as unknown as IdempotencyRedisClient,
-          prefix,
-          deadline,
-        );
-        if (closed) idempotency.close();
-      }
+      idempotency ??= new RedisIdempotencyStore(
+        client as unknown as IdempotencyRedisClient,
+        prefix,
+        deadline,
+        wakeups,
+      );
       return idempotency;
     },
+    get lock() {
+      lock ??= new RedisLockStore(client as unknown as LockRedisClient, prefix, deadline, wakeups);
+      return lock;
+    },
+    get fence() {
+      fence ??= new RedisFenceStore(client as unknown as FenceRedisClient, prefix, deadline);
+      return fence;
+    },
     close() {
-      closed = true;
-      idempotency?.close();
+      wakeups.close();
       return Promise.resolve();
     },
   };

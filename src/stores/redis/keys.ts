@@ -8,9 +8,10 @@
 import { storeKey } from '../../core/validate.js';
 
 /**
- * The Redis key of `key` under `head` (`<prefix><pattern>:<name>:{`). Throws a `TypeError` for a
- * key that is empty, not a string, or not well-formed UTF-16.
+ * The Redis key of `key` under `head` (`<prefix><pattern>:<name>:{`). Throws a `TypeError` naming
+ * `name` (the argument the key came from, `key` unless said) for a key that is empty, not a
+ * string, or not well-formed UTF-16.
  */
-export function redisKey(head: string, key: string): string {
-  return `${head}${storeKey('key', key)}}`;
+export function redisKey(head: string, key: string, name = 'key'): string {
+  return `${head}${storeKey(name, key)}}`;
 }

@@ -1,0 +1,187 @@
+import { show, storeKey } from '../../core/validate.js';
+import { leaseMs } from '../../lock/memory-store.js';
+import type { AcquiredLease, LockStore } from '../../lock/store.js';
+import type { StatusSource, StoreDeadline } from './deadline.js';
+import { redisKey } from './keys.js';
+import { acquireScript, releaseScript, renewScript } from './lock-scripts.js';
+import { RedisScript, type ScriptClient } from './script.js';
+import { replySafeInteger } from './values.js';
+import { RedisWakeups, type WakeupClient } from './wakeups.js';
+
+const acquireLua = new RedisScript(acquireScript);
+const renewLua = new RedisScript(renewScript);
+const releaseLua = new RedisScript(releaseScript);
+
+/** A client the lock store can use: runs scripts, reports its status, can be duplicated. */
+export interface LockRedisClient extends ScriptClient, StatusSource, WakeupClient {}
+
+/**
+ * The Redis lock store (`redisStores(client).lock`); pass it as `distributedLock({ store })`. Keeps
+ * the contract of `LockStore` (see `lock/store.ts`):
+ *
+ * - **Keys.** The lease is `<prefix>lock:{<key>}` (a string: the owner, the lease its `PEXPIRE`),
+ *   the last fence `<prefix>lock:{<key>}:fence` (no TTL). Both carry the user's key as their hash
+ *   tag, so Redis Cluster keeps them on one slot.
+ * - **Atomicity.** One Lua script per operation, one round trip each (`EVALSHA`, reloaded on
+ *   `NOSCRIPT`): `acquire` takes a missing (free or expired) key only; `renew` (`PEXPIRE`) and
+ *   `release` (`DEL`) compare the owner first, so a stale owner never touches a successor's lease.
+ * - **Fences** are `max(last fence + 1, Redis TIME in µs)`, so they keep increasing even after
+ *   Redis lost the fence key (a flush, a failover that lost the last write): see
+ *   `lock-scripts.ts`. The fence keys are never deleted: one small key per lock key ever used.
+ * - **Time** is the server's: `TIME` and `PEXPIRE`. `expiresAt` is on the server's clock.
+ * - **Failure.** Every call has the store set's deadline (`timeoutMs`, default 100 ms) and fails
+ *   with `StoreUnavailableError` (a dead, paused or reconnecting Redis, a reply of the wrong
+ *   shape); bad input rejects with a `TypeError` before any call (an empty or ill-formed key or
+ *   owner, a `ttlMs` that is not a positive safe integer). A call that missed its deadline may
+ *   still run on the server: a late `acquire` holds the key for one lease under an owner who never
+ *   learns of it, like a crashed holder.
+ *
+ * `release` publishes the key on `<prefix>lock:wake` in the same script; {@link watch} listens on
+ * the store set's one subscriber connection.
+ *
+ * A key beginning with `}` makes an empty hash tag, and Redis Cluster then hashes each of the two
+ * keys whole: on a Cluster such a key fails (`CROSSSLOT`, a `StoreUnavailableError`), on a single
+ * Redis it works.
+ *
+ * @example
+ * const stores = redisStores(new Redis(process.env.REDIS_URL), { prefix: 'shop:' });
+ * const locks = distributedLock({ store: stores.lock });
+ * await locks.withLock('report:daily', ({ signal, fence }) => build(signal, fence), { ttlMs: 30_000 });
+ * // at shutdown: await stores.close();
+ */
+export class RedisLockStore implements LockStore {
+  /** The store set's deadline of one call, in ms (a lock's `ttlMs` must be at least 3 × this). */
+  readonly timeoutMs: number;
+  /** The channel `release` publishes the user's key on: `<prefix>lock:wake`. */
+  readonly channel: string;
+  private readonly head: string;
+
+  /** Use `redisStores(client, options).lock`. */
+  constructor(
+    private readonly client: LockRedisClient,
+    prefix: string,
+    private readonly deadline: StoreDeadline,
+    private readonly wakeups: RedisWakeups = new RedisWakeups(client),
+  ) {
+    this.timeoutMs = deadline.timeoutMs;
+    this.head = `${prefix}lock:{`;
+    this.channel = `${prefix}lock:wake`;
+  }
+
+  /**
+   * The Redis key holding `key`'s lease, `<prefix>lock:{<key>}` (for tests and operations); its
+   * fence key is this followed by `:fence`. Throws a `TypeError` for a key that is not a non-empty,
+   * well-formed string.
+   */
+  keyOf(key: string): string {
+    return redisKey(this.head, key);
+  }
+
+  /**
+   * Takes `key` for `owner` for `ttlMs` if no lease is live, with the next fence (one script).
+   * Resolves the lease, or `undefined` when it is held (by anyone, `owner` too). See
+   * `LockStore.acquire`.
+   */
+  acquire(key: string, owner: string, ttlMs: number): Promise<AcquiredLease | undefined> {
+    let lock: string;
+    let args: (string | number)[];
+    try {
+      lock = this.keyOf(key);
+      args = [storeKey('owner', owner), leaseMs('ttlMs', ttlMs)];
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.call(acquireLua, [lock, `${lock}:fence`], args).then((reply) => {
+      if (reply === 0) return undefined;
+      const lease = toLease(reply);
+      if (lease === undefined) throw this.unexpected('acquire', reply);
+      return lease;
+    });
+  }
+
+  /**
+   * `PEXPIRE`s the lease to `ttlMs` from now (the server's clock) if `owner` holds it. See
+   * `LockStore.renew`.
+   */
+  renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    return this.owner('renew', renewLua, key, owner, () => [leaseMs('ttlMs', ttlMs)]);
+  }
+
+  /**
+   * Deletes the lease if `owner` holds it, and publishes the key on {@link channel}, in one script.
+   * The fence key stays. See `LockStore.release`.
+   */
+  release(key: string, owner: string): Promise<boolean> {
+    return this.owner('release', releaseLua, key, owner, () => [this.channel, key]);
+  }
+
+  /**
+   * Calls `wake` (later, never synchronously) each time `key` is released by any process
+   * publishing on this prefix; returns the unsubscribe function (idempotent). Never throws: a bad
+   * key or `wake`, a client without `duplicate()`, or a closed store gives a watch that never
+   * wakes, and a throwing `wake` is ignored.
+   *
+   * The first watch of the store set (this store's or the idempotency store's) opens its one
+   * subscriber connection, `client.duplicate()`, which subscribes to `<prefix>lock:wake`; its socket
+   * is unref'd, so it never keeps the process alive on its own. A notification is a hint: one
+   * published while the subscriber is down or reconnecting is lost, and `distributedLock` polls as
+   * well.
+   */
+  watch(key: string, wake: () => void): () => void {
+    return this.wakeups.watch(this.channel, key, wake);
+  }
+
+  /**
+   * Stops this store's notifications: its watchers are dropped and later watches never wake (the
+   * store set's subscriber is disconnected when no other store of the set uses it). The store's
+   * other calls go on working. Idempotent.
+   */
+  close(): void {
+    this.wakeups.drop(this.channel);
+  }
+
+  /** An owner operation: a compare-and-set on `owner`, replying 1 (done) or 0 (not the holder). */
+  private owner(
+    what: string,
+    script: RedisScript,
+    key: string,
+    owner: string,
+    argsOf: () => (string | number)[],
+  ): Promise<boolean> {
+    let lock: string;
+    let args: (string | number)[];
+    try {
+      lock = this.keyOf(key);
+      args = [storeKey('owner', owner), ...argsOf()];
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.call(script, [lock], args).then((reply) => {
+      if (reply === 1) return true;
+      if (reply === 0) return false;
+      throw this.unexpected(what, reply);
+    });
+  }
+
+  private call(
+    script: RedisScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    return this.deadline.run(this.client, () => script.run(this.client, keys, args));
+  }
+
+  private unexpected(what: string, reply: unknown): Error {
+    return this.deadline.failure(new TypeError(`unexpected ${what} script reply: ${show(reply)}`));
+  }
+}
+
+/** The acquire script's `{fence, expiresAt}` as a lease, or undefined if malformed. */
+function toLease(reply: unknown): AcquiredLease | undefined {
+  if (!Array.isArray(reply) || reply.length !== 2) return undefined;
+  const fence = replySafeInteger(reply[0]);
+  const expiresAt = reply[1];
+  if (fence === undefined || fence < 1 || typeof expiresAt !== 'number' || !Number.isFinite(expiresAt))
+    return undefined;
+  return { fence, expiresAt };
+}

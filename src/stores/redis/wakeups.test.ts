@@ -1,0 +1,139 @@
+/**
+ * The store set's one subscriber connection, shared by the idempotency and lock stores' `watch`,
+ * against a fake ioredis subscriber: one connection for every channel, dispatch by channel and
+ * key, a store closed alone, and the store set's `close()`.
+ */
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { redisStores } from './index.js';
+import { RedisWakeups } from './wakeups.js';
+
+class FakeSubscriber extends EventEmitter {
+  status = 'wait';
+  subscribed: string[] = [];
+  unsubscribed: string[] = [];
+  disconnected = false;
+  connect(): Promise<void> {
+    this.status = 'ready';
+    queueMicrotask(() => this.emit('ready'));
+    return Promise.resolve();
+  }
+  subscribe(channel: string): Promise<number> {
+    this.subscribed.push(channel);
+    return Promise.resolve(1);
+  }
+  unsubscribe(channel: string): Promise<number> {
+    this.unsubscribed.push(channel);
+    return Promise.resolve(0);
+  }
+  disconnect(): void {
+    this.disconnected = true;
+    this.status = 'end';
+  }
+}
+
+function client() {
+  const subscribers: FakeSubscriber[] = [];
+  const fake = {
+    eval: () => Promise.resolve(0),
+    evalsha: () => Promise.resolve(0),
+    duplicate: () => {
+      const subscriber = new FakeSubscriber();
+      subscribers.push(subscriber);
+      return subscriber;
+    },
+  };
+  return { client: fake, subscribers };
+}
+
+const turns = async (): Promise<void> => {
+  for (let i = 0; i < 3; i++) await Promise.resolve();
+};
+
+describe('RedisWakeups: one subscriber connection per store set', () => {
+  it('the idempotency and lock stores share it; a message wakes only its channel’s watchers of its key', async () => {
+    const { client: fake, subscribers } = client();
+    const stores = redisStores(fake as never, { prefix: 'p:' });
+    const woken: string[] = [];
+    stores.lock.watch('k', () => woken.push('lock k'));
+    stores.idempotency.watch('k', () => woken.push('idem k'));
+    stores.lock.watch('other', () => woken.push('lock other'));
+    expect(subscribers).toHaveLength(1);
+    const subscriber = subscribers[0]!;
+    await turns();
+    // (SUBSCRIBE of a subscribed channel is a no-op: a watch between the status turning ready and
+    // the 'ready' event may send one twice)
+    expect([...new Set(subscriber.subscribed)].sort()).toEqual(['p:idem:wake', 'p:lock:wake']);
+    subscriber.emit('message', 'p:lock:wake', 'k');
+    expect(woken).toEqual(['lock k']);
+    subscriber.emit('message', 'p:idem:wake', 'k');
+    subscriber.emit('message', 'p:elsewhere', 'k');
+    expect(woken).toEqual(['lock k', 'idem k']);
+    await stores.close();
+    expect(subscriber.disconnected).toBe(true);
+  });
+
+  it('a channel first watched once the connection is ready is subscribed at once, and only once', async () => {
+    const { client: fake, subscribers } = client();
+    const wakeups = new RedisWakeups(fake);
+    wakeups.watch('a', 'k', () => {});
+    await turns();
+    const subscriber = subscribers[0]!;
+    expect(subscriber.subscribed).toEqual(['a']);
+    wakeups.watch('b', 'k', () => {});
+    wakeups.watch('b', 'j', () => {});
+    wakeups.watch('a', 'j', () => {});
+    expect(subscriber.subscribed).toEqual(['a', 'b']);
+    subscriber.emit('ready'); // after a reconnect: every channel in use again
+    expect(subscriber.subscribed).toEqual(['a', 'b', 'a', 'b']);
+  });
+
+  it('closing one store drops its channel only; closing the last in use disconnects', async () => {
+    const { client: fake, subscribers } = client();
+    const stores = redisStores(fake as never, { prefix: 'p:' });
+    let lockWoken = 0;
+    let idemWoken = 0;
+    stores.lock.watch('k', () => lockWoken++);
+    stores.idempotency.watch('k', () => idemWoken++);
+    await turns();
+    const subscriber = subscribers[0]!;
+    stores.lock.close();
+    expect(subscriber.unsubscribed).toEqual(['p:lock:wake']);
+    expect(subscriber.disconnected).toBe(false);
+    subscriber.emit('message', 'p:lock:wake', 'k');
+    subscriber.emit('message', 'p:idem:wake', 'k');
+    expect([lockWoken, idemWoken]).toEqual([0, 1]);
+    stores.lock.watch('k', () => lockWoken++); // a closed store's watch never wakes
+    subscriber.emit('message', 'p:lock:wake', 'k');
+    expect(lockWoken).toBe(0);
+    stores.idempotency.close();
+    expect(subscriber.disconnected).toBe(true);
+    expect(subscribers).toHaveLength(1);
+  });
+
+  it('after the store set’s close(), no watch opens a connection or wakes', async () => {
+    const { client: fake, subscribers } = client();
+    const stores = redisStores(fake as never, { prefix: 'p:' });
+    await stores.close();
+    stores.lock.watch('k', () => {});
+    stores.idempotency.watch('k', () => {});
+    expect(subscribers).toHaveLength(0);
+  });
+
+  it('a bad key or wake, or a client without duplicate(), gives a watch that never wakes', () => {
+    const { client: fake, subscribers } = client();
+    const wakeups = new RedisWakeups(fake);
+    expect(wakeups.watch('c', '', () => {})).toBeTypeOf('function');
+    expect(wakeups.watch('c', 1 as never, () => {})).toBeTypeOf('function');
+    expect(wakeups.watch('c', 'k', 'wake' as never)).toBeTypeOf('function');
+    expect(subscribers).toHaveLength(0);
+    expect(new RedisWakeups({}).watch('c', 'k', () => {})).toBeTypeOf('function');
+  });
+
+  it('redisStores: .lock and .fence are created once each', () => {
+    const stores = redisStores(client().client as never);
+    expect(stores.lock).toBe(stores.lock);
+    expect(stores.fence).toBe(stores.fence);
+    expect(stores.lock.timeoutMs).toBe(100);
+  });
+});

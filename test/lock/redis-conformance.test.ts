@@ -1,0 +1,266 @@
+/**
+ * The Redis lock and fence stores against real Redis: the conformance suites (the same the memory
+ * stores pass on a FakeClock), plus what only Redis has: the key layout and its hash tags, one
+ * script call per operation, fences that keep increasing after Redis lost its data (a server of our
+ * own, flushed), stale owners that never touch a successor, the server's clock, and wake-ups
+ * across clients on the store set's one subscriber.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { isStoreUnavailableError } from '../../src/core/errors.js';
+import { isStaleFenceError, type StaleFenceError } from '../../src/lock/errors.js';
+import type { AcquiredLease } from '../../src/lock/store.js';
+import { redisStores } from '../../src/stores/redis/index.js';
+import { fenceStoreConformance, lockStoreConformance } from '../../src/testing/lock-conformance.js';
+import { startPrivateRedis } from '../support/private-redis.js';
+import { useRedis } from '../support/services.js';
+
+const redis = await useRedis();
+const own = await startPrivateRedis();
+
+/** A client whose script calls and duplicates are recorded (the calls still go to Redis). */
+function counted(client: Redis): { client: Redis; calls: string[]; duplicates: Redis[] } {
+  const calls: string[] = [];
+  const duplicates: Redis[] = [];
+  const proxy = new Proxy(client, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (property === 'eval' || property === 'evalsha') calls.push(property);
+        const result = value.apply(target, args);
+        if (property === 'duplicate') duplicates.push(result as Redis);
+        return result;
+      };
+    },
+  });
+  return { client: proxy, calls, duplicates };
+}
+
+/** What Redis Cluster hashes a key by: its `{hash tag}` if it has a non-empty one, else the key. */
+function hashTag(key: string): string {
+  const open = key.indexOf('{');
+  const close = open === -1 ? -1 : key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : key;
+}
+
+function leaseOf(lease: AcquiredLease | undefined): AcquiredLease {
+  if (lease === undefined) throw new Error('expected a lease, got undefined');
+  return lease;
+}
+
+/** The server's clock in µs (TIME), as a number. */
+async function serverMicros(client: Redis): Promise<number> {
+  const [sec, usec] = await client.time();
+  return Number(sec) * 1e6 + Number(usec);
+}
+
+redis.describe('lock and fence stores on real Redis', () => {
+  lockStoreConformance(
+    'Redis store (server clock)',
+    () => {
+      const stores = redisStores(redis.client(), { prefix: redis.prefix, timeoutMs: 2_000 });
+      return { store: stores.lock, elapse: (ms) => sleep(ms), slackMs: 50, close: () => stores.close() };
+    },
+    { describe, it },
+  );
+
+  fenceStoreConformance(
+    'Redis store',
+    () => {
+      const stores = redisStores(redis.client(), { prefix: redis.prefix, timeoutMs: 2_000 });
+      return {
+        store: stores.fence,
+        write: (resource, fence, value) => stores.fence.write(resource, fence, value),
+        read: async (resource) => (await stores.fence.read(resource))?.value,
+        close: () => stores.close(),
+      };
+    },
+    { describe, it },
+  );
+
+  it('a lock is two keys under one hash tag: the lease (owner, PX) and the fence (no TTL)', async () => {
+    const { lock } = redisStores(redis.client(), { prefix: redis.prefix });
+    const { fence, expiresAt } = leaseOf(await lock.acquire('user:42', 'owner-1', 5_000));
+    const key = `${redis.prefix}lock:{user:42}`;
+    expect(lock.keyOf('user:42')).toBe(key);
+    expect(await redis.keys()).toEqual([key, `${key}:fence`]);
+    expect(await redis.admin().get(key)).toBe('owner-1');
+    expect(await redis.admin().get(`${key}:fence`)).toBe(String(fence));
+    expect(await redis.admin().pttl(key)).toBeGreaterThan(4_000);
+    expect(await redis.admin().pttl(`${key}:fence`)).toBe(-1);
+    // expiresAt is on the server's clock: its TIME now plus the lease, give or take the round trip.
+    const now = (await serverMicros(redis.admin())) / 1_000;
+    expect(expiresAt).toBeGreaterThan(now + 4_000);
+    expect(expiresAt).toBeLessThanOrEqual(now + 5_000);
+    expect(await lock.release('user:42', 'owner-1')).toBe(true);
+    expect(await redis.keys()).toEqual([`${key}:fence`]);
+    for (const hostile of ['a}b{c', '{x}', 'tenant:{7}:acct', ' spaced ', '😀']) {
+      const head = lock.keyOf(hostile);
+      expect(hashTag(head), hostile).toBe(hostile.split('}')[0]);
+      expect(hashTag(`${head}:fence`), hostile).toBe(hashTag(head));
+    }
+  });
+
+  it('a fenced resource is one hash, f and v, with no TTL; fences up to 2^53 − 1 round-trip exactly', async () => {
+    const { fence } = redisStores(redis.client(), { prefix: redis.prefix });
+    const key = `${redis.prefix}fence:{balance:7}`;
+    await fence.write('balance:7', Number.MAX_SAFE_INTEGER - 1, 'one');
+    await fence.write('balance:7', Number.MAX_SAFE_INTEGER, 'two');
+    expect(fence.keyOf('balance:7')).toBe(key);
+    expect(await redis.keys()).toEqual([key]);
+    expect(await redis.admin().hgetall(key)).toEqual({ f: '9007199254740991', v: 'two' });
+    expect(await redis.admin().pttl(key)).toBe(-1);
+    expect(await fence.highest('balance:7')).toBe(Number.MAX_SAFE_INTEGER);
+    expect(await fence.read('balance:7')).toEqual({ fence: Number.MAX_SAFE_INTEGER, value: 'two' });
+    const error = (await fence
+      .write('balance:7', Number.MAX_SAFE_INTEGER - 1, 'late')
+      .catch((e) => e)) as StaleFenceError;
+    expect(isStaleFenceError(error)).toBe(true);
+    expect(error.highest).toBe(Number.MAX_SAFE_INTEGER);
+    expect(await fence.read('never')).toBeUndefined();
+    expect(await fence.highest('never')).toBeUndefined();
+  });
+
+  it('one script call per operation: EVAL the first time per script and client, EVALSHA after', async () => {
+    const { client, calls } = counted(redis.client());
+    const { lock, fence } = redisStores(client, { prefix: redis.prefix });
+    const { fence: f } = leaseOf(await lock.acquire('k', 'a', 5_000));
+    expect(await lock.acquire('k', 'b', 5_000)).toBeUndefined();
+    expect(await lock.renew('k', 'a', 5_000)).toBe(true);
+    expect(await lock.renew('k', 'a', 5_000)).toBe(true);
+    expect(await lock.release('k', 'a')).toBe(true);
+    expect(await lock.release('k', 'a')).toBe(false);
+    await fence.write('r', f, 'v');
+    await fence.write('r', f, 'v');
+    await fence.read('r');
+    await fence.highest('r');
+    await fence.highest('r');
+    expect(calls).toEqual([
+      'eval', // acquire
+      'evalsha',
+      'eval', // renew
+      'evalsha',
+      'eval', // release
+      'evalsha',
+      'eval', // write
+      'evalsha',
+      'eval', // read
+      'eval', // highest
+      'evalsha',
+    ]);
+  });
+
+  it('fences keep increasing after Redis lost its data: FLUSHALL, or the fence key alone (a server of our own)', async () => {
+    const admin = own.client();
+    const { lock } = redisStores(own.client(), { prefix: 'flush:' });
+    const first = leaseOf(await lock.acquire('k', 'a', 60_000)).fence;
+    await admin.flushall();
+    const before = await serverMicros(admin);
+    const second = leaseOf(await lock.acquire('k', 'b', 60_000)).fence;
+    expect(second).toBeGreaterThan(first);
+    expect(second).toBeGreaterThanOrEqual(before); // the TIME floor: the counter was gone
+    expect(await lock.release('k', 'b')).toBe(true);
+    await admin.del(`${lock.keyOf('k')}:fence`);
+    const third = leaseOf(await lock.acquire('k', 'c', 60_000)).fence;
+    expect(third).toBeGreaterThan(second);
+    expect(await lock.release('k', 'c')).toBe(true);
+    // A counter ahead of the clock: the next fence is the counter + 1.
+    const ahead = (await serverMicros(admin)) + 1e9;
+    await admin.set(`${lock.keyOf('k')}:fence`, String(ahead));
+    expect(leaseOf(await lock.acquire('k', 'd', 60_000)).fence).toBe(ahead + 1);
+    expect(await admin.get(`${lock.keyOf('k')}:fence`)).toBe(String(ahead + 1));
+  });
+
+  it('SCRIPT FLUSH mid-run (a server of our own): NOSCRIPT reloads the scripts and the calls succeed', async () => {
+    const { lock, fence } = redisStores(own.client(), { prefix: 'noscript:' });
+    const { fence: f } = leaseOf(await lock.acquire('k', 'a', 5_000));
+    await fence.write('r', f, 'v');
+    await own.client().script('FLUSH');
+    expect(await lock.renew('k', 'a', 5_000)).toBe(true);
+    expect(await lock.release('k', 'a')).toBe(true);
+    expect(leaseOf(await lock.acquire('k', 'b', 5_000)).fence).toBeGreaterThan(f);
+    await own.client().script('FLUSH');
+    await fence.write('r', f, 'again');
+    expect(await fence.read('r')).toEqual({ fence: f, value: 'again' });
+  });
+
+  it('a stale owner’s renew and release never touch the successor’s lease', async () => {
+    const { lock } = redisStores(redis.client(), { prefix: redis.prefix });
+    const key = lock.keyOf('k');
+    const stale = leaseOf(await lock.acquire('k', 'stale', 100)).fence;
+    await sleep(150);
+    const successor = leaseOf(await lock.acquire('k', 'successor', 5_000)).fence;
+    expect(successor).toBeGreaterThan(stale);
+    expect(await lock.renew('k', 'stale', 60_000)).toBe(false);
+    expect(await lock.release('k', 'stale')).toBe(false);
+    expect(await redis.admin().get(key)).toBe('successor');
+    expect(await redis.admin().pttl(key)).toBeLessThanOrEqual(5_000);
+    expect(await redis.admin().pttl(key)).toBeGreaterThan(4_000);
+    expect(await redis.admin().get(`${key}:fence`)).toBe(String(successor));
+    // Another owner's renew of a live lease does not extend it either.
+    expect(await lock.renew('k', 'other', 60_000)).toBe(false);
+    expect(await redis.admin().pttl(key)).toBeLessThanOrEqual(5_000);
+  });
+
+  it('a corrupted key is a StoreUnavailableError, never a held or free lock', async () => {
+    const { lock, fence } = redisStores(redis.client(), { prefix: redis.prefix });
+    await redis.admin().hset(lock.keyOf('hash'), 'x', '1');
+    await expect(lock.acquire('hash', 'a', 1_000)).rejects.toSatisfy(isStoreUnavailableError);
+    await expect(lock.renew('hash', 'a', 1_000)).rejects.toSatisfy(isStoreUnavailableError);
+    await redis.admin().set(`${lock.keyOf('junk')}:fence`, 'not a number');
+    await expect(lock.acquire('junk', 'a', 1_000)).rejects.toSatisfy(isStoreUnavailableError);
+    expect(await redis.admin().exists(lock.keyOf('junk'))).toBe(0);
+    await redis.admin().set(fence.keyOf('r'), 'a string');
+    await expect(fence.write('r', 1, 'v')).rejects.toSatisfy(isStoreUnavailableError);
+    await expect(fence.read('r')).rejects.toSatisfy(isStoreUnavailableError);
+  });
+
+  it('watch wakes on a release made through another client; one subscriber serves the lock and idempotency stores', async () => {
+    const { client, duplicates } = counted(redis.client());
+    const watching = redisStores(client, { prefix: redis.prefix });
+    const other = redisStores(redis.client(), { prefix: redis.prefix });
+    const woken: string[] = [];
+    const unwatch = watching.lock.watch('k', () => woken.push('lock k'));
+    watching.lock.watch('unrelated', () => woken.push('lock unrelated'));
+    watching.idempotency.watch('k', () => woken.push('idem k'));
+    expect(duplicates).toHaveLength(1);
+    await sleep(100); // the subscriptions are in place
+    leaseOf(await other.lock.acquire('k', 'a', 5_000));
+    expect(await other.lock.release('k', 'b')).toBe(false); // refused: publishes nothing
+    expect(await other.lock.release('k', 'a')).toBe(true);
+    await expect.poll(() => woken).toEqual(['lock k']);
+    const claim = await other.idempotency.claim('k', 'fp', 5_000);
+    if (claim.status !== 'claimed') throw new Error('expected a claim');
+    await other.idempotency.release('k', claim.token);
+    await expect.poll(() => woken).toEqual(['lock k', 'idem k']);
+    unwatch();
+    unwatch(); // idempotent
+    leaseOf(await other.lock.acquire('k', 'a', 5_000));
+    await other.lock.release('k', 'a');
+    await sleep(100);
+    expect(woken).toEqual(['lock k', 'idem k']);
+    await watching.close();
+    await expect.poll(() => duplicates[0]!.status).toBe('end');
+  });
+
+  it('bad input rejects with a TypeError before any call', async () => {
+    const { client, calls } = counted(redis.client());
+    const { lock, fence } = redisStores(client, { prefix: redis.prefix });
+    const bad: [string, () => Promise<unknown>][] = [
+      ['empty key', () => lock.acquire('', 'a', 1_000)],
+      ['lone surrogate', () => lock.acquire('\ud800', 'a', 1_000)],
+      ['owner', () => lock.acquire('k', 5 as never, 1_000)],
+      ['ttl 0', () => lock.acquire('k', 'a', 0)],
+      ['ttl huge', () => lock.acquire('k', 'a', 1e300)],
+      ['renew ttl', () => lock.renew('k', 'a', Number.NaN)],
+      ['release owner', () => lock.release('k', '')],
+      ['resource', () => fence.write('', 1, 'v')],
+      ['fence', () => fence.write('r', 2 ** 53, 'v')],
+      ['value', () => fence.write('r', 1, '\udc00')],
+    ];
+    for (const [what, call] of bad) await expect(call(), what).rejects.toBeInstanceOf(TypeError);
+    expect(calls).toEqual([]);
+  });
+});
