@@ -7,7 +7,7 @@ import type { Clock, TimerHandle } from './clock.js';
 import type { Random } from './random.js';
 
 /** First poll delay, doubled after each poll up to {@link MAX_POLL_MS}. */
-const FIRST_POLL_MS = 25;
+export const FIRST_POLL_MS = 25;
 const MAX_POLL_MS = 1_000;
 
 /**

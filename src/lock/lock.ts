@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { LeaseKeeper } from '../core/lease-keeper.js';
-import { PollingWait, type Watch } from '../core/polling-wait.js';
+import { FIRST_POLL_MS, PollingWait, type Watch } from '../core/polling-wait.js';
 import { show, storeKey } from '../core/validate.js';
 import { LockLostError, LockNotAcquiredError } from './errors.js';
 import { memoryLockStore } from './memory-store.js';
@@ -206,9 +206,11 @@ class DistributedLockImpl implements DistributedLock {
             });
           return held;
         }
+        // Past waitMs (or waitMs 0: one try) nothing waits, and nothing watches.
+        if (clock.now() >= started + o.waitMs) {
+          throw new LockNotAcquiredError(key, clock.now() - started, wait?.pollDelayMs ?? FIRST_POLL_MS);
+        }
         wait ??= new PollingWait(this.watch, key, clock, started + o.waitMs, this.o.random);
-        if (wait.remaining() === 0)
-          throw new LockNotAcquiredError(key, clock.now() - started, wait.pollDelayMs);
         await wait.next(Number.POSITIVE_INFINITY, o.signal);
       }
     } finally {
