@@ -1,0 +1,179 @@
+/**
+ * Distributed locks: uncontended acquire + release cycles per second on distinct keys, at
+ * concurrency 1 and 32. Ours on Redis (which also issues a fence) beside node-redlock v5 on the
+ * same single Redis and beside the round-trip limit, a raw `SET NX PX` plus a Lua compare-and-delete
+ * release; ours on PostgreSQL too. Round trips per cycle are counted at the source (Redis `INFO
+ * commandstats`: every command; PostgreSQL: every statement a `pg` client sends). Targets: ≥ redlock,
+ * ≥ 90 % of the raw limit, exactly 2 round trips per cycle.
+ */
+import { randomUUID } from 'node:crypto';
+import { distributedLock } from 'bulwark';
+import { postgresStores } from 'bulwark/postgres';
+import { redisStores } from 'bulwark/redis';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import Redlock from 'redlock';
+import { machine, table, throughput } from './support.js';
+
+const run = Date.now().toString(36);
+const TTL_MS = 10_000;
+const perSecond = (value: number) => `${(value / 1_000).toFixed(1)} k/s`;
+const releaseLua =
+  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+interface Contender {
+  readonly name: string;
+  /** One acquire + release cycle of the key numbered `n`. */
+  cycle(n: number): Promise<unknown>;
+}
+
+/** Cycles per second at concurrency 1 and 32, and round trips per cycle (200 sequential cycles). */
+async function measure(
+  contender: Contender,
+  roundTrips: () => Promise<number>,
+): Promise<{ rates: number[]; trips: number }> {
+  const before = await roundTrips();
+  for (let n = 0; n < 200; n++) await contender.cycle(n);
+  const trips = ((await roundTrips()) - before) / 200;
+  const rates: number[] = [];
+  for (const concurrency of [1, 32]) {
+    await throughput((n) => contender.cycle(n), concurrency, 300);
+    rates.push(await throughput((n) => contender.cycle(n), concurrency, 2_000));
+  }
+  return { rates, trips };
+}
+
+async function redisRows(): Promise<{ rows: string[][]; close: () => Promise<void> }> {
+  const url = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1_000 });
+  client.on('error', () => {});
+  await client.connect();
+  const admin = client.duplicate();
+  const prefix = `bench:lock:${run}:`;
+  const stores = redisStores(client, { prefix, timeoutMs: 2_000 });
+  const locks = distributedLock({ store: stores.lock });
+  const redlock = new Redlock([client], { retryCount: 0, automaticExtensionThreshold: 500 });
+  const sha = (await client.script('LOAD', releaseLua)) as string;
+  const commands = async () => {
+    const info = await admin.info('commandstats');
+    let calls = 0;
+    for (const match of info.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) {
+      if (!['info', 'scan', 'unlink', 'ping'].includes(match[1]!)) calls += Number(match[2]);
+    }
+    return calls;
+  };
+  const contenders: Contender[] = [
+    {
+      name: 'raw SET NX PX + Lua release (the round-trip limit, no fence)',
+      cycle: async (n) => {
+        const key = `${prefix}raw:${n}`;
+        const token = randomUUID();
+        await client.set(key, token, 'PX', TTL_MS, 'NX');
+        await client.evalsha(sha, 1, key, token);
+      },
+    },
+    {
+      name: 'redlock v5, one Redis (no fence)',
+      cycle: async (n) => {
+        const lock = await redlock.acquire([`${prefix}redlock:${n}`], TTL_MS);
+        await lock.release();
+      },
+    },
+    {
+      name: 'bulwark distributedLock on Redis (with a fence)',
+      cycle: (n) => locks.withLock(`ours:${n}`, () => undefined, { ttlMs: TTL_MS, waitMs: 0 }),
+    },
+  ];
+  const results = [];
+  for (const contender of contenders) results.push({ contender, ...(await measure(contender, commands)) });
+  const raw = results[0]!;
+  const peer = results[1]!;
+  const rows = results.map(({ contender, rates, trips }) => [
+    contender.name,
+    ...rates.map(perSecond),
+    trips.toFixed(2),
+    contender === raw.contender
+      ? '—'
+      : `${(rates[1]! / peer.rates[1]!).toFixed(2)} × redlock, ${((rates[1]! / raw.rates[1]!) * 100).toFixed(0)} % of raw`,
+  ]);
+  return {
+    rows,
+    close: async () => {
+      let cursor = '0';
+      do {
+        const [next, found] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000);
+        cursor = next;
+        if (found.length > 0) await admin.unlink(...found);
+      } while (cursor !== '0');
+      await stores.close();
+      client.disconnect();
+      admin.disconnect();
+    },
+  };
+}
+
+async function postgresRows(): Promise<{ rows: string[][]; close: () => Promise<void> }> {
+  const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+  const pool = new pg.Pool({ connectionString: url, max: 32, connectionTimeoutMillis: 1_000 });
+  pool.on('error', () => {});
+  let statements = 0;
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
+    statements += 1;
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  const schema = `bench_lock_${run}`;
+  const stores = postgresStores(pool, { schema, timeoutMs: 2_000 });
+  await stores.migrate();
+  const locks = distributedLock({ store: stores.lock });
+  const ours: Contender = {
+    name: 'bulwark distributedLock on PostgreSQL (with a fence)',
+    cycle: (n) => locks.withLock(`ours:${n}`, () => undefined, { ttlMs: TTL_MS, waitMs: 0 }),
+  };
+  const raw: Contender = {
+    name: 'raw SELECT 1, twice (the round-trip limit)',
+    cycle: () => pool.query('SELECT 1').then(() => pool.query('SELECT 1')),
+  };
+  const rows: string[][] = [];
+  for (const contender of [raw, ours]) {
+    const { rates, trips } = await measure(contender, async () => statements);
+    rows.push([contender.name, ...rates.map(perSecond), trips.toFixed(2), '—']);
+  }
+  return {
+    rows,
+    close: async () => {
+      await stores.close();
+      await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+      pg.Client.prototype.query = query;
+      await pool.end();
+    },
+  };
+}
+
+export default async function lockBench(): Promise<string> {
+  const headers = [
+    'case',
+    'cycles/s, concurrency 1',
+    'cycles/s, concurrency 32',
+    'round trips per cycle',
+    'ratio (concurrency 32)',
+  ];
+  const sections: string[] = [];
+  for (const [name, open] of [
+    ['Redis', redisRows],
+    ['PostgreSQL', postgresRows],
+  ] as const) {
+    let opened: Awaited<ReturnType<typeof open>> | undefined;
+    try {
+      opened = await open();
+      sections.push(`${name}:\n\n${table(headers, opened.rows)}`);
+    } catch (error) {
+      sections.push(`${name} unavailable (${(error as Error).message}): skipped.`);
+    } finally {
+      await opened?.close();
+    }
+  }
+  const report = `### Distributed locks (acquire + release, distinct keys)\n\n${machine()}\n\n${sections.join('\n\n')}\n`;
+  console.log(report);
+  return report;
+}
