@@ -1,8 +1,9 @@
 /**
  * Four processes × 100 critical sections on one lock key, each a read-modify-write of a plain
  * counter (read, then write read + 1, no atomics): with mutual exclusion the counter ends at
- * exactly 400 and no section ever saw another inside. On Redis and on PostgreSQL. Workers run the
- * built dist/ under plain node.
+ * exactly 400 and no section ever saw another inside. On Redis and on PostgreSQL. And withLocks
+ * with opposite key orders from two processes: no deadlock. Workers run the built dist/ under
+ * plain node.
  */
 import { expect, it } from 'vitest';
 import { postgresStores } from '../../src/stores/postgres/index.js';
@@ -12,6 +13,7 @@ import { usePostgres, useRedis } from '../support/services.js';
 const redis = await useRedis();
 const postgres = await usePostgres();
 const entry = new URL('./scenarios/counter.mjs', import.meta.url);
+const pairs = new URL('./scenarios/pairs.mjs', import.meta.url);
 
 const workers = 4;
 const sections = 100;
@@ -38,6 +40,18 @@ redis.describe('the lock across processes on Redis', () => {
     const input = { backend: 'redis', redisUrl: redis.url, prefix: redis.prefix, db: {}, sections };
     const results = await runWorkers<WorkerResult>({ entry, workers, input, timeoutMs: 120_000 });
     report('Redis', results, Number(await redis.admin().get(`${redis.prefix}counter`)));
+  });
+
+  it('withLocks with opposite key orders from two processes: no deadlock, every section runs alone', async () => {
+    const input = { redisUrl: redis.url, prefix: redis.prefix, sections: 50 };
+    const results = await runWorkers<WorkerResult>({ entry: pairs, workers: 2, input, timeoutMs: 60_000 });
+    const counter = Number(await redis.admin().get(`${redis.prefix}pairs`));
+    const overlaps = results.reduce((sum, r) => sum + r.overlaps, 0);
+    const failures = results.reduce((sum, r) => sum + r.failures, 0);
+    console.log(
+      `withLocks ['a', 'b'] and ['b', 'a'] from 2 processes × 50: counter ${counter} (expected 100), ${overlaps} overlaps, ${failures} failures`,
+    );
+    expect([counter, overlaps, failures]).toEqual([100, 0, 0]);
   });
 });
 
