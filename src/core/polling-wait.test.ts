@@ -119,3 +119,21 @@ describe('PollingWait', () => {
     new PollingWait(undefined, 'k', clock, 1).close(); // a store that cannot watch
   });
 });
+
+describe('PollingWait jitter', () => {
+  it('with random, each delay is between half and all of the poll delay; pollDelayMs is the hint before jitter', async () => {
+    const clock = new FakeClock(0);
+    const draws = [0, 0.5, 0.75];
+    const wait = new PollingWait(undefined, 'k', clock, 60_000, () => draws.shift() ?? 0);
+    const delays: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      expect(wait.pollDelayMs).toBe(25 * 2 ** i);
+      const started = clock.now();
+      const next = wait.next(60_000, undefined);
+      await clock.next();
+      await next;
+      delays.push(clock.now() - started);
+    }
+    expect(delays).toEqual([12.5, 37.5, 87.5]);
+  });
+});

@@ -3,7 +3,13 @@ import { describe, expect, it, vi } from 'vitest';
 import { until } from '../../test/support/until.js';
 import { isStoreUnavailableError, StoreUnavailableError } from '../core/errors.js';
 import { FakeClock } from '../testing/fake-clock.js';
-import { isLockLostError, isLockNotAcquiredError, isStaleFenceError, LockLostError } from './errors.js';
+import {
+  isLockLostError,
+  isLockNotAcquiredError,
+  isStaleFenceError,
+  LockLostError,
+  type LockNotAcquiredError,
+} from './errors.js';
 import { distributedLock } from './lock.js';
 import { memoryFenceStore, memoryLockStore } from './memory-store.js';
 import type { LockStore } from './store.js';
@@ -126,7 +132,9 @@ describe('distributedLock: withLock', () => {
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
     expect(clock.pendingTimers).toBe(0);
     const aborted = AbortSignal.abort(new Error('already'));
+    const acquire = vi.spyOn(store, 'acquire');
     await expect(locks.withLock('free', () => {}, { signal: aborted })).rejects.toThrow('already');
+    expect(acquire).not.toHaveBeenCalled();
   });
 
   it('an abort that lands while the acquisition is in flight releases the lease it got', async () => {
@@ -493,6 +501,50 @@ describe('distributedLock: bad input before anything runs', () => {
     expect(acquired).toHaveBeenCalledTimes(1);
     expect(typeof locks.onLockLost(() => {})).toBe('function');
     expect(typeof locks.onReleaseFailed(() => {})).toBe('function');
+  });
+});
+
+describe('distributedLock: what it reports', () => {
+  it('the default store runs on the given clock (its fences are that clock in µs)', async () => {
+    const locks = distributedLock({ clock: new FakeClock(5_000) });
+    expect(await locks.withLock('k', ({ fence }) => fence)).toBe(5_000_000);
+  });
+
+  it('waitedMs and the error count from the start of the call, whatever the clock reads', async () => {
+    const clock = new FakeClock(50_000);
+    const memory = memoryLockStore({ clock });
+    await memory.acquire('k', 'holder', 60_000);
+    const locks = distributedLock({ store: memory, clock, random: () => 0.5 });
+    const acquired = vi.fn();
+    locks.onLockAcquired(acquired);
+    const call = locks.withLock('k', () => 'mine', { waitMs: 5_000 });
+    await clock.advance(300);
+    await memory.release('k', 'holder'); // wakes the waiter at once
+    expect(await call).toBe('mine');
+    expect(acquired.mock.calls[0]![0].waitedMs).toBe(300);
+    await memory.acquire('busy', 'holder', 60_000);
+    const failed = locks.withLock('busy', () => {}, { waitMs: 2_000 }).catch((e: unknown) => e);
+    await clock.advance(2_000);
+    const error = (await failed) as LockNotAcquiredError;
+    expect(error.message).toBe('the lock was not acquired within 2000 ms: another owner holds it');
+    expect(error.retryAfterMs).toBeGreaterThan(25); // the grown poll delay
+    const once = (await locks
+      .withLock('busy', () => {}, { waitMs: 0 })
+      .catch((e: unknown) => e)) as LockNotAcquiredError;
+    expect(once.retryAfterMs).toBe(25);
+    expect(once.message).toBe('the lock was not acquired within 0 ms: another owner holds it');
+  });
+
+  it('a wait that gives up stops watching the key', async () => {
+    const clock = new FakeClock(0);
+    const memory = memoryLockStore({ clock });
+    await memory.acquire('k', 'holder', 60_000);
+    const failed = distributedLock({ store: memory, clock })
+      .withLock('k', () => {}, { waitMs: 100 })
+      .catch((e: unknown) => e);
+    await clock.advance(100);
+    expect(isLockNotAcquiredError(await failed)).toBe(true);
+    expect((memory as unknown as { watchers: Map<string, unknown> }).watchers.size).toBe(0);
   });
 });
 

@@ -145,8 +145,7 @@ class DistributedLockImpl implements DistributedLock {
     const owner = randomUUID();
     const held = await this.acquireAll(sorted, owner, o);
     const fences = new Map(held.map((h) => [h.key, h.fence]));
-    const signal =
-      held.length === 1 ? held[0]!.keeper.signal : AbortSignal.any(held.map((h) => h.keeper.signal));
+    const signal = AbortSignal.any(held.map((h) => h.keeper.signal));
     return this.runHeld(held, owner, () => fn({ signal, fences }));
   }
 
@@ -168,10 +167,8 @@ class DistributedLockImpl implements DistributedLock {
     const held: Held[] = [];
     try {
       for (const key of keys) {
+        // An earlier key lost while a later one was awaited fails the call in runHeld: fn never starts.
         held.push(await this.acquire(key, owner, o, started));
-        // An earlier key may have been lost while a later one was awaited.
-        const lost = held.find((h) => h.keeper.lost !== undefined);
-        if (lost !== undefined) throw lost.keeper.error();
       }
       return held;
     } catch (error) {

@@ -110,3 +110,96 @@ describe('memoryFenceStore', () => {
     await expect(memoryFenceStore().highest('')).rejects.toThrow(TypeError);
   });
 });
+
+describe('memoryLockStore details', () => {
+  it('names the bad argument; a 1 ms lease is a lease', async () => {
+    const store = memoryLockStore({ clock: new FakeClock(0) });
+    await expect(store.acquire('', 'a', 10)).rejects.toThrow(/"key"/);
+    await expect(store.acquire('k', '', 10)).rejects.toThrow(/"owner"/);
+    await expect(store.acquire('k', 'a', 0)).rejects.toThrow(/"ttlMs" to be a positive safe integer/);
+    await expect(store.renew('k', 'a', 0)).rejects.toThrow(/"ttlMs"/);
+    expect(await store.acquire('k', 'a', 1)).toBeDefined();
+  });
+
+  it('a lease is over at its exact end: no renewal, no release, and the key is free', async () => {
+    const clock = new FakeClock(0);
+    const store = memoryLockStore({ clock });
+    await store.acquire('k', 'a', 100);
+    await clock.advance(100);
+    expect(await store.renew('k', 'a', 100)).toBe(false);
+    expect(await store.release('k', 'a')).toBe(false);
+    expect(await store.acquire('k', 'b', 100)).toBeDefined();
+  });
+
+  it('sweeps only every 1,024 acquisitions, and only free leases whose fence the clock has passed', async () => {
+    const clock = new FakeClock(1_000);
+    const store = memoryLockStore({ clock });
+    const leases = (store as unknown as { leases: Map<string, unknown> }).leases;
+    await store.acquire('live', 'a', 60_000); // acquisition 1: held throughout
+    await store.acquire('expired', 'a', 10); // 2
+    await store.acquire('released-now', 'a', 60_000); // 3
+    await clock.advance(20);
+    for (let i = 4; i < 1_024; i++) await store.acquire(`k${i}`, 'a', 60_000);
+    await store.release('released-now', 'a'); // the clock passed its fence: dropped at once
+    expect(leases.has('expired')).toBe(true); // not swept yet: 1 023 acquisitions
+    await store.acquire('the-1024th', 'a', 60_000);
+    expect(leases.has('expired')).toBe(false);
+    expect(leases.has('live')).toBe(true);
+    expect(leases.has('k4')).toBe(true); // held
+    await clock.advance(1);
+    await store.release('k4', 'a');
+    expect(leases.has('k4')).toBe(false);
+  });
+
+  it('a released entry whose fence the clock has not passed survives the sweep, so the next fence is above it', async () => {
+    const clock = new FakeClock(1_000);
+    const store = memoryLockStore({ clock });
+    await store.acquire('same-µs', 'a', 60_000);
+    await store.release('same-µs', 'a');
+    for (let i = 1; i < 1_024; i++) await store.acquire(`k${i}`, 'a', 60_000); // the sweep runs
+    expect((await store.acquire('same-µs', 'b', 1_000))?.fence).toBe(1_000_001);
+  });
+
+  it('watch: unwatching drops the key; a spent unwatch leaves a new watcher alone', () => {
+    const store = memoryLockStore({ clock: new FakeClock(0) });
+    const watchers = (store as unknown as { watchers: Map<string, Set<unknown>> }).watchers;
+    const unwatch = store.watch('k', () => {});
+    unwatch();
+    expect(watchers.size).toBe(0);
+    const again = store.watch('k', () => {});
+    unwatch();
+    expect(watchers.get('k')?.size).toBe(1);
+    again();
+    expect(watchers.size).toBe(0);
+  });
+});
+
+describe('memoryFenceStore details', () => {
+  it('a second writer does not start until the first one’s apply has settled', async () => {
+    const store = memoryFenceStore();
+    const events: string[] = [];
+    let finishFirst!: () => void;
+    const first = store.write('r', 5, async () => {
+      events.push('first starts');
+      await new Promise<void>((resolve) => (finishFirst = resolve));
+      events.push('first ends');
+    });
+    const second = store.write('r', 6, () => events.push('second runs'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual(['first starts']);
+    finishFirst();
+    await Promise.all([first, second]);
+    expect(events).toEqual(['first starts', 'first ends', 'second runs']);
+    const queues = (store as unknown as { queues: Map<string, unknown> }).queues;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(queues.size).toBe(0);
+  });
+
+  it('names the bad argument', async () => {
+    const store = memoryFenceStore();
+    await expect(store.write('', 1, () => {})).rejects.toThrow(/"resource"/);
+    await expect(store.write('r', -1, () => {})).rejects.toThrow(/"fence" to be a non-negative safe integer/);
+    await expect(store.write('r', 1, 'v' as never)).rejects.toThrow(/expected "apply" to be a function/);
+    await expect(store.highest('')).rejects.toThrow(/"resource"/);
+  });
+});

@@ -70,12 +70,7 @@ export class MemoryLockStore implements LockStore {
     if (lease?.owner !== undefined && lease.expiresAt > now) return Promise.resolve(undefined);
     const fence = Math.max((lease?.fence ?? 0) + 1, Math.floor(now * 1_000));
     const expiresAt = now + ttlMs;
-    if (lease === undefined) this.leases.set(key, { owner, fence, expiresAt });
-    else {
-      lease.owner = owner;
-      lease.fence = fence;
-      lease.expiresAt = expiresAt;
-    }
+    this.leases.set(key, { owner, fence, expiresAt });
     return Promise.resolve({ fence, expiresAt });
   }
 
