@@ -53,7 +53,7 @@ export class PgNotifications implements Notifications {
       if (this.client !== undefined) this.listen(this.client, [channel]);
     }
     listeners.add(onNotify);
-    if (this.client === undefined) this.open();
+    this.open();
     return () => {
       listeners.delete(onNotify);
     };
@@ -68,8 +68,9 @@ export class PgNotifications implements Notifications {
     client?.close();
   }
 
+  /** Opens the connection, unless it is open, opening, or closed for good. */
   private open(): void {
-    if (this.opening || this.closed) return;
+    if (this.client !== undefined || this.opening || this.closed) return;
     this.opening = true;
     this.connect().then(
       (client) => {
@@ -121,8 +122,8 @@ export class PgNotifications implements Notifications {
     return client;
   }
 
+  /** LISTENs to `channels` (never empty: a channel is remembered before the connection opens). */
   private listen(client: ListenClient, channels: readonly string[]): void {
-    if (channels.length === 0) return;
     // Simple protocol (no parameters): several LISTENs in one round trip.
     const text = channels.map((channel) => `LISTEN ${quoteIdent(channel)}`).join('; ');
     client.query(text).catch(() => this.dropped(client));
