@@ -16,7 +16,8 @@ const noBody: BodyRead = { status: 'read', body: undefined };
 /** The `Content-Length` the client declared, or `undefined` when it sent none (or a bad one). */
 function declaredLength(request: IncomingMessage): number | undefined {
   const header = request.headers['content-length'];
-  if (header === undefined || !/^\d+$/.test(header)) return undefined;
+  // No header: String(undefined) is "undefined", not digits either.
+  if (!/^\d+$/.test(String(header))) return undefined;
   return Number(header);
 }
 
@@ -35,10 +36,9 @@ function sizeOf(body: unknown): number | undefined {
 export function parsedBody(request: IncomingMessage, body: unknown, maxBodyBytes: number): BodyRead {
   const declared = declaredLength(request);
   const size = sizeOf(body);
-  if ((declared !== undefined && declared > maxBodyBytes) || (size !== undefined && size > maxBodyBytes)) {
-    return tooLarge;
-  }
-  return body === undefined ? noBody : { status: 'read', body };
+  // No Content-Length or no size of its own (a parsed object) says nothing: 0.
+  if ((declared ?? 0) > maxBodyBytes || (size ?? 0) > maxBodyBytes) return tooLarge;
+  return { status: 'read', body };
 }
 
 /**
@@ -58,7 +58,7 @@ export function nodeBody(
   const declared = declaredLength(request);
   const chunked = request.headers['transfer-encoding'] !== undefined;
   if (!chunked && (declared === undefined || declared === 0)) return noBody;
-  if (declared !== undefined && declared > maxBodyBytes) return tooLarge;
+  if ((declared ?? 0) > maxBodyBytes) return tooLarge;
   // Someone consumed the stream without setting req.body: there is nothing left to read.
   if (request.readableEnded) return noBody;
   return new Promise<BodyRead>((resolve, reject) => {

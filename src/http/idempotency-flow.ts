@@ -91,16 +91,20 @@ function isStoredResponse(value: unknown): value is StoredResponse {
 
 /** The request URL as the client sent it (Express's `originalUrl` when mounted). */
 function urlOf(request: HttpRequestLike): string {
+  // Stryker disable next-line StringLiteral: node:http, Express and Fastify always set `url`; the fallback only satisfies its optional type
   return (request as { readonly originalUrl?: string }).originalUrl ?? request.url ?? '/';
 }
 
 /** Resolves with the recorded response once it ends; rejects with `signal`'s reason if it aborts first. */
 function untilEnded(capture: ResponseCapture, signal: AbortSignal): Promise<StoredResponse> {
+  // Stryker disable next-line ConditionalExpression: (false) the handler checked the signal just before, and nothing since (recording, the route's synchronous start) can abort it: a close or a lost lease comes on a later tick
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<StoredResponse>((resolve, reject) => {
     const onAbort = (): void => reject(signal.reason);
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: a signal aborts once, so its listener runs once either way
     signal.addEventListener('abort', onAbort, { once: true });
     capture.ended.then((stored) => {
+      // Stryker disable next-line StringLiteral: (listener left) a later abort rejects a settled promise, which ignores it
       signal.removeEventListener('abort', onAbort);
       resolve(stored);
     });
@@ -209,6 +213,7 @@ export function idempotentRequests<Req extends HttpRequestLike>(
       edge.answer(reply, problemReply(malformedKeyError(parsed.reason), { instance }));
       return;
     }
+    // Stryker disable next-line StringLiteral: only a request whose method is in `methods` gets here
     const method = (request.method ?? '').toUpperCase();
     const path = instance.split('?', 1)[0]!;
     // Injective: no two (tenant, method, path, key) give the same scope.
@@ -238,6 +243,7 @@ export function idempotentRequests<Req extends HttpRequestLike>(
       ? (request, reply, next, edge) => keyed(undefined, request, reply, next, edge)
       : asking(o.tenant, true, keyed);
   return skipping(o.skip, (request, reply, next, edge) => {
+    // Stryker disable next-line StringLiteral: (any other string) a request without a method is in no `methods` either way: they hold only HTTP tokens, and this one has a space
     if (o.methods.has((request.method ?? '').toUpperCase())) tenanted(request, reply, next, edge);
     else edge.proceed(reply, next);
   });

@@ -50,3 +50,21 @@ describe('parseIdempotencyKey', () => {
     expect(JSON.stringify(parsed)).not.toContain('secret');
   });
 });
+
+describe('parseIdempotencyKey: the edges of each character set', () => {
+  it.each([
+    ['a bare token of the first and last visible characters', '!abc~', '!abc~'],
+    ['an sf-string of the first and last printable characters', '" a~"', ' a~'],
+    ['a bare token with more than one trailing whitespace', 'abc \t ', 'abc'],
+  ])('reads %s', (_what, header, expected) => {
+    expect(parseIdempotencyKey(header)).toEqual(key(expected));
+  });
+
+  it.each([
+    ['DEL in an sf-string', '"a\x7fb"', /a control character \(U\+007F\)/],
+    ['non-ASCII in an sf-string', '"clé"', /not visible ASCII \(U\+00E9\)/],
+  ])('refuses %s', (_what, header, reason) => {
+    const parsed = parseIdempotencyKey(header);
+    expect(parsed.status === 'malformed' ? parsed.reason : parsed.status).toMatch(reason);
+  });
+});
