@@ -8,36 +8,17 @@ import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { isStoreUnavailableError } from '../../src/core/errors.js';
 import type { ClaimResult } from '../../src/idempotency/store.js';
 import { redisStores } from '../../src/stores/redis/index.js';
 import { idempotencyStoreConformance } from '../../src/testing/idempotency-conformance.js';
 import { startPrivateRedis } from '../support/private-redis.js';
+import { countedClient } from '../support/redis-doubles.js';
 import { useRedis } from '../support/services.js';
 
 const redis = await useRedis();
 const own = await startPrivateRedis();
-
-/** A client whose script calls and duplicates are recorded (the calls still go to Redis). */
-function counted(client: Redis): { client: Redis; calls: string[]; duplicates: Redis[] } {
-  const calls: string[] = [];
-  const duplicates: Redis[] = [];
-  const proxy = new Proxy(client, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        if (property === 'eval' || property === 'evalsha') calls.push(property);
-        const result = value.apply(target, args);
-        if (property === 'duplicate') duplicates.push(result as Redis);
-        return result;
-      };
-    },
-  });
-  return { client: proxy, calls, duplicates };
-}
 
 function tokenOf(result: ClaimResult): string {
   if (result.status !== 'claimed') throw new Error(`expected a claim, got ${JSON.stringify(result)}`);
@@ -88,7 +69,7 @@ redis.describe('idempotency store on real Redis', () => {
   });
 
   it('one script call per operation: EVAL the first time per script and client, EVALSHA after', async () => {
-    const { client, calls } = counted(redis.client());
+    const { client, calls } = countedClient(redis.client());
     const store = redisStores(client, { prefix: redis.prefix }).idempotency;
     const a = tokenOf(await store.claim('a', 'fp', 5_000));
     await store.claim('a', 'fp', 5_000);
@@ -162,7 +143,7 @@ redis.describe('idempotency store on real Redis', () => {
   });
 
   it('one subscriber per store set, created on the first watch; close() ends it, later watches never wake', async () => {
-    const { client, duplicates } = counted(redis.client());
+    const { client, duplicates } = countedClient(redis.client());
     const stores = redisStores(client, { prefix: redis.prefix });
     const store = stores.idempotency;
     await store.claim('k', 'fp', 5_000);
@@ -236,7 +217,7 @@ redis.describe('idempotency store on real Redis', () => {
   });
 
   it('bad input rejects with a TypeError before any call', async () => {
-    const { client, calls } = counted(redis.client());
+    const { client, calls } = countedClient(redis.client());
     const store = redisStores(client, { prefix: redis.prefix }).idempotency;
     const bad: [string, () => Promise<unknown>][] = [
       ['empty key', () => store.claim('', 'fp', 1_000)],

@@ -14,29 +14,11 @@ import type { AcquiredLease } from '../../src/lock/store.js';
 import { redisStores } from '../../src/stores/redis/index.js';
 import { fenceStoreConformance, lockStoreConformance } from '../../src/testing/lock-conformance.js';
 import { startPrivateRedis } from '../support/private-redis.js';
+import { countedClient } from '../support/redis-doubles.js';
 import { useRedis } from '../support/services.js';
 
 const redis = await useRedis();
 const own = await startPrivateRedis();
-
-/** A client whose script calls and duplicates are recorded (the calls still go to Redis). */
-function counted(client: Redis): { client: Redis; calls: string[]; duplicates: Redis[] } {
-  const calls: string[] = [];
-  const duplicates: Redis[] = [];
-  const proxy = new Proxy(client, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        if (property === 'eval' || property === 'evalsha') calls.push(property);
-        const result = value.apply(target, args);
-        if (property === 'duplicate') duplicates.push(result as Redis);
-        return result;
-      };
-    },
-  });
-  return { client: proxy, calls, duplicates };
-}
 
 /** What Redis Cluster hashes a key by: its `{hash tag}` if it has a non-empty one, else the key. */
 function hashTag(key: string): string {
@@ -124,7 +106,7 @@ redis.describe('lock and fence stores on real Redis', () => {
   });
 
   it('one script call per operation: EVAL the first time per script and client, EVALSHA after', async () => {
-    const { client, calls } = counted(redis.client());
+    const { client, calls } = countedClient(redis.client());
     const { lock, fence } = redisStores(client, { prefix: redis.prefix });
     const { fence: f } = leaseOf(await lock.acquire('k', 'a', 5_000));
     expect(await lock.acquire('k', 'b', 5_000)).toBeUndefined();
@@ -218,7 +200,7 @@ redis.describe('lock and fence stores on real Redis', () => {
   });
 
   it('watch wakes on a release made through another client; one subscriber serves the lock and idempotency stores', async () => {
-    const { client, duplicates } = counted(redis.client());
+    const { client, duplicates } = countedClient(redis.client());
     const watching = redisStores(client, { prefix: redis.prefix });
     const other = redisStores(redis.client(), { prefix: redis.prefix });
     const woken: string[] = [];
@@ -246,7 +228,7 @@ redis.describe('lock and fence stores on real Redis', () => {
   });
 
   it('bad input rejects with a TypeError before any call', async () => {
-    const { client, calls } = counted(redis.client());
+    const { client, calls } = countedClient(redis.client());
     const { lock, fence } = redisStores(client, { prefix: redis.prefix });
     const bad: [string, () => Promise<unknown>][] = [
       ['empty key', () => lock.acquire('', 'a', 1_000)],

@@ -8,47 +8,15 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { Pool, PoolClient } from 'pg';
 import { describe, expect, it } from 'vitest';
 import { idempotency } from '../../src/idempotency/idempotency.js';
 import { channelName } from '../../src/stores/postgres/identifiers.js';
 import { type PostgresStores, postgresStores } from '../../src/stores/postgres/index.js';
+import { countingPool } from '../support/counting.js';
 import { serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
 import { usePostgres } from '../support/services.js';
 
 const pg = await usePostgres();
-
-/** A pool whose clients' statements are counted (they still run on the server). */
-function counting(pool: Pool): { pool: Pool; statements: string[] } {
-  const statements: string[] = [];
-  const wrapClient = (client: PoolClient): PoolClient =>
-    new Proxy(client, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver);
-        if (property === 'query' && typeof value === 'function') {
-          return (text: string, ...rest: unknown[]) => {
-            statements.push(text);
-            return value.call(target, text, ...rest);
-          };
-        }
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
-  const proxy = new Proxy(pool, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (property === 'connect') return () => target.connect().then(wrapClient);
-      if (property === 'query') {
-        return (text: string, ...rest: unknown[]) => {
-          statements.push(text);
-          return (value as (...args: unknown[]) => unknown).call(target, text, ...rest);
-        };
-      }
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-  return { pool: proxy, statements };
-}
 
 interface Backend {
   /** A migrated store set on a fresh schema. */
@@ -175,7 +143,7 @@ pg.describe('idempotency store on PostgreSQL (pg)', () => {
 
   it('one round trip per decision: claim, complete, replay claim, release, renew', async () => {
     await postgresStores(pg.pool(), { schema: pg.schema }).migrate();
-    const { pool, statements } = counting(pg.pool());
+    const { db: pool, statements } = countingPool(pg.pool());
     const stores = postgresStores(pool, { schema: pg.schema });
     const store = stores.idempotency;
     const claim = await store.claim('k', 'fp', 60_000);

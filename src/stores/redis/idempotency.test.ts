@@ -4,6 +4,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { FakeSubscriber } from '../../../test/support/redis-doubles.js';
 import { until } from '../../../test/support/until.js';
 import { systemClock } from '../../core/clock.js';
 import { isStoreUnavailableError } from '../../core/errors.js';
@@ -11,25 +12,6 @@ import { StoreDeadline } from './deadline.js';
 import { type IdempotencyRedisClient, RedisIdempotencyStore } from './idempotency.js';
 import { claimScript, completeScript, releaseScript, renewScript } from './idempotency-scripts.js';
 import { redisStores } from './index.js';
-
-class FakeSubscriber extends EventEmitter {
-  status = 'wait';
-  subscribed: string[] = [];
-  disconnected = false;
-  connect(): Promise<void> {
-    this.status = 'ready';
-    queueMicrotask(() => this.emit('ready'));
-    return Promise.resolve();
-  }
-  subscribe(channel: string): Promise<number> {
-    this.subscribed.push(channel);
-    return Promise.resolve(1);
-  }
-  disconnect(): void {
-    this.disconnected = true;
-    this.status = 'end';
-  }
-}
 
 function fake(...replies: unknown[]) {
   const subscribers: FakeSubscriber[] = [];

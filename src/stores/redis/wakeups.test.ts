@@ -1,36 +1,7 @@
-/**
- * The store set's one subscriber connection, shared by the idempotency and lock stores' `watch`,
- * against a fake ioredis subscriber: one connection for every channel, dispatch by channel and
- * key, a store closed alone, and the store set's `close()`.
- */
-import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { FakeSubscriber } from '../../../test/support/redis-doubles.js';
 import { redisStores } from './index.js';
 import { RedisWakeups } from './wakeups.js';
-
-class FakeSubscriber extends EventEmitter {
-  status = 'wait';
-  subscribed: string[] = [];
-  unsubscribed: string[] = [];
-  disconnected = false;
-  connect(): Promise<void> {
-    this.status = 'ready';
-    queueMicrotask(() => this.emit('ready'));
-    return Promise.resolve();
-  }
-  subscribe(channel: string): Promise<number> {
-    this.subscribed.push(channel);
-    return Promise.resolve(1);
-  }
-  unsubscribe(channel: string): Promise<number> {
-    this.unsubscribed.push(channel);
-    return Promise.resolve(0);
-  }
-  disconnect(): void {
-    this.disconnected = true;
-    this.status = 'end';
-  }
-}
 
 function client() {
   const subscribers: FakeSubscriber[] = [];
