@@ -35,3 +35,29 @@ export function conformanceChecks(suite: string): ConformanceChecks {
     },
   };
 }
+
+/** A fixture a scenario may close after itself. */
+export interface ClosableFixture {
+  /** Called after the scenario, pass or fail. */
+  close?(): void | Promise<void>;
+}
+
+/**
+ * Registers scenarios under `runner.it`, each on a fresh `fixture()` that is closed afterwards,
+ * pass or fail.
+ */
+export function scenarios<F extends ClosableFixture>(
+  runner: ConformanceRunner,
+  fixture: () => F | Promise<F>,
+): (title: string, body: (f: F) => Promise<void>) => void {
+  return (title, body) => {
+    runner.it(title, async () => {
+      const f = await fixture();
+      try {
+        await body(f);
+      } finally {
+        await f.close?.();
+      }
+    });
+  };
+}

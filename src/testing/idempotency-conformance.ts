@@ -19,7 +19,7 @@
  * }, { describe, it });
  */
 import type { ClaimResult, IdempotencyStore } from '../idempotency/store.js';
-import { type ConformanceRunner, conformanceChecks } from './conformance-runner.js';
+import { type ConformanceRunner, conformanceChecks, scenarios } from './conformance-runner.js';
 
 /** What one scenario runs against: a fresh store and a way to let time pass on its clock. */
 export interface IdempotencyStoreFixture {
@@ -88,16 +88,9 @@ export function idempotencyStoreConformance(
   fixture: () => IdempotencyStoreFixture | Promise<IdempotencyStoreFixture>,
   runner: ConformanceRunner,
 ): void {
-  const scenario = (title: string, body: (f: IdempotencyStoreFixture, lease: number) => Promise<void>) => {
-    runner.it(title, async () => {
-      const f = await fixture();
-      try {
-        await body(f, Math.ceil(4 * f.slackMs + 200));
-      } finally {
-        await f.close?.();
-      }
-    });
-  };
+  const each = scenarios(runner, fixture);
+  const scenario = (title: string, body: (f: IdempotencyStoreFixture, lease: number) => Promise<void>) =>
+    each(title, (f) => body(f, Math.ceil(4 * f.slackMs + 200)));
 
   runner.describe(`idempotency store conformance: ${name}`, () => {
     scenario(

@@ -20,7 +20,7 @@
  */
 import { isStaleFenceError } from '../lock/errors.js';
 import type { AcquiredLease, FenceStore, LockStore } from '../lock/store.js';
-import { type ConformanceRunner, conformanceChecks } from './conformance-runner.js';
+import { type ConformanceRunner, conformanceChecks, scenarios } from './conformance-runner.js';
 
 /** What one lock scenario runs against: a fresh store and a way to let time pass on its clock. */
 export interface LockStoreFixture {
@@ -92,16 +92,9 @@ export function lockStoreConformance(
   runner: ConformanceRunner,
 ): void {
   const { fail, equal } = lockChecks;
-  const scenario = (title: string, body: (f: LockStoreFixture, ttl: number) => Promise<void>) => {
-    runner.it(title, async () => {
-      const f = await fixture();
-      try {
-        await body(f, Math.ceil(4 * f.slackMs + 200));
-      } finally {
-        await f.close?.();
-      }
-    });
-  };
+  const each = scenarios(runner, fixture);
+  const scenario = (title: string, body: (f: LockStoreFixture, ttl: number) => Promise<void>) =>
+    each(title, (f) => body(f, Math.ceil(4 * f.slackMs + 200)));
 
   runner.describe(`lock store conformance: ${name}`, () => {
     scenario('a free key is acquired; then refused to another owner and to its holder', async (f, ttl) => {
@@ -228,16 +221,7 @@ export function fenceStoreConformance(
   runner: ConformanceRunner,
 ): void {
   const { fail, equal } = fenceChecks;
-  const scenario = (title: string, body: (f: FenceStoreFixture) => Promise<void>) => {
-    runner.it(title, async () => {
-      const f = await fixture();
-      try {
-        await body(f);
-      } finally {
-        await f.close?.();
-      }
-    });
-  };
+  const scenario = scenarios(runner, fixture);
   const stale = async (f: FenceStoreFixture, resource: string, fence: number, highest: number) => {
     let error: unknown;
     try {

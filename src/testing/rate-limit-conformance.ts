@@ -26,7 +26,7 @@ import type {
   RateLimitRule,
   RateLimitStore,
 } from '../rate-limit/store.js';
-import { type ConformanceRunner, conformanceChecks } from './conformance-runner.js';
+import { type ConformanceRunner, conformanceChecks, scenarios } from './conformance-runner.js';
 
 export type { ConformanceRunner } from './conformance-runner.js';
 
@@ -137,16 +137,7 @@ export function rateLimitStoreConformance(
   fixture: () => RateLimitStoreFixture | Promise<RateLimitStoreFixture>,
   runner: ConformanceRunner,
 ): void {
-  const scenario = (title: string, body: (f: RateLimitStoreFixture) => Promise<void>): void => {
-    runner.it(title, async () => {
-      const f = await fixture();
-      try {
-        await body(f);
-      } finally {
-        await f.close?.();
-      }
-    });
-  };
+  const scenario = scenarios(runner, fixture);
 
   runner.describe(`rate-limit store conformance: ${name}`, () => {
     for (const algorithm of algorithms) {
