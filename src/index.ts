@@ -119,12 +119,11 @@ export {
   type StoredFailure,
   StoredFailureError,
 } from './idempotency/errors.js';
+export type { IdempotentHandler, IdempotentHandlerContext } from './idempotency/handler.js';
 export {
   fingerprintOf,
   type Idempotency,
   type IdempotentCallOptions,
-  type IdempotentHandler,
-  type IdempotentHandlerContext,
   type IdempotentOutcome,
   idempotency,
 } from './idempotency/idempotency.js';

@@ -29,34 +29,49 @@ export interface LeaseTerms<Reason extends string> {
   onLost(reason: LeaseLoss | Reason, cause?: unknown): void;
 }
 
-/** One lease while its work runs; `stop()` when the work settles. */
+/**
+ * One lease while its work runs; `stop()` when the work settles. Costs one timer at a time (the
+ * renewal's, then, while a renewal is in flight, the lease end's) and no `AbortController` until
+ * someone reads {@link signal}.
+ */
 export class LeaseKeeper<Reason extends string = never> {
-  /** Aborted when the caller aborts or the lease is lost. */
-  readonly signal: AbortSignal;
   /** Why the lease was lost, once it was. */
   lost: LeaseLoss | Reason | undefined = undefined;
-  private readonly controller = new AbortController();
+  /** True once the caller aborted or the lease was lost ({@link signal} is then aborted). */
+  aborted = false;
+  private reason: unknown = undefined;
+  private controller: AbortController | undefined = undefined;
   private lostWith: Error | undefined;
-  private renewTimer: TimerHandle | undefined;
-  private lateTimer: TimerHandle | undefined;
+  /** The renewal's timer, or while a renewal is in flight the lease end's. */
+  private timer: TimerHandle | undefined;
+  /** When (clock time) the lease counts as lost unless a renewal sent before then is confirmed. */
+  private endsAt: number;
   private stopped = false;
   private readonly onCallerAbort: (() => void) | undefined;
 
   constructor(private readonly terms: LeaseTerms<Reason>) {
-    this.signal = this.controller.signal;
     const callerSignal = terms.signal;
     if (callerSignal !== undefined) {
       // The caller checked its signal after the acquisition: it has not aborted yet.
-      this.onCallerAbort = () => this.controller.abort(callerSignal.reason);
+      this.onCallerAbort = () => this.abort(callerSignal.reason);
       callerSignal.addEventListener('abort', this.onCallerAbort);
     }
-    this.schedule(terms.sentAt);
+    this.endsAt = this.schedule(terms.sentAt);
+  }
+
+  /** Aborted when the caller aborts or the lease is lost (created on first read). */
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
   }
 
   /** Stops renewing; a renewal still in flight is then ignored. */
   stop(): void {
     this.stopped = true;
-    this.clearTimers();
+    this.clearTimer();
     if (this.onCallerAbort !== undefined) this.terms.signal!.removeEventListener('abort', this.onCallerAbort);
   }
 
@@ -64,32 +79,51 @@ export class LeaseKeeper<Reason extends string = never> {
   lose(reason: LeaseLoss | Reason, cause?: unknown): void {
     if (this.lost !== undefined) return;
     this.lost = reason;
-    this.clearTimers();
+    this.clearTimer();
     this.terms.onLost(reason, cause);
     this.lostWith = this.terms.lostError(cause);
-    this.controller.abort(this.lostWith);
+    this.abort(this.lostWith);
   }
 
   /** The error a call whose lease was lost rejects with. */
   error(cause?: unknown): Error {
-    const reason: unknown = this.signal.reason;
-    return reason !== undefined && reason === this.lostWith ? this.lostWith : this.terms.lostError(cause);
+    return this.lostWith !== undefined && this.reason === this.lostWith
+      ? this.lostWith
+      : this.terms.lostError(cause);
   }
 
-  /** Renews at a third of the lease after `sentAt`; the lease is lost at its end unless renewed. */
-  private schedule(sentAt: number): void {
+  private abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+
+  /**
+   * Renews a third of the lease from now, or sooner so that a third of it is still left when the
+   * renewal goes out (a slow answer leaves less); returns when the lease that began at `sentAt` ends.
+   */
+  private schedule(sentAt: number): number {
     const { leaseMs, marginMs = 0, clock } = this.terms;
-    const lateIn = Math.max(0, sentAt + leaseMs - marginMs - clock.now());
-    this.clearTimers();
-    this.lateTimer = clock.setTimer(() => this.lose('renew-late'), lateIn);
-    clock.keepAlive?.(this.lateTimer, false);
-    this.renewTimer = clock.setTimer(() => this.renew(), Math.max(1, Math.floor(leaseMs / 3)));
-    clock.keepAlive?.(this.renewTimer, false);
+    const endsAt = sentAt + leaseMs - marginMs;
+    const third = Math.max(1, Math.floor(leaseMs / 3));
+    const renewIn = Math.min(third, Math.max(0, endsAt - clock.now() - third));
+    this.timer = clock.setTimer(() => this.renew(), renewIn);
+    clock.keepAlive?.(this.timer, false);
+    return endsAt;
   }
 
   private renew(): void {
-    this.renewTimer = undefined;
-    const sentAt = this.terms.clock.now();
+    const { clock } = this.terms;
+    const sentAt = clock.now();
+    // A timer that fired late (a blocked event loop) may find the lease already over.
+    if (sentAt >= this.endsAt) {
+      this.timer = undefined;
+      this.lose('renew-late');
+      return;
+    }
+    this.timer = clock.setTimer(() => this.lose('renew-late'), this.endsAt - sentAt);
+    clock.keepAlive?.(this.timer, false);
     let pending: Promise<boolean>;
     try {
       pending = this.terms.renew();
@@ -100,7 +134,8 @@ export class LeaseKeeper<Reason extends string = never> {
     pending.then(
       (renewed) => {
         if (this.stopped || this.lost !== undefined) return;
-        if (renewed) this.schedule(sentAt);
+        this.clearTimer();
+        if (renewed) this.endsAt = this.schedule(sentAt);
         else this.lose('renew-refused');
       },
       (error: unknown) => {
@@ -109,14 +144,10 @@ export class LeaseKeeper<Reason extends string = never> {
     );
   }
 
-  private clearTimers(): void {
-    const { clock } = this.terms;
+  private clearTimer(): void {
     // A user's Clock need not take undefined.
     // Stryker disable next-line ConditionalExpression: (true) the bundled clocks ignore clearTimer(undefined)
-    if (this.renewTimer !== undefined) clock.clearTimer(this.renewTimer);
-    // Stryker disable next-line ConditionalExpression: (true) as above
-    if (this.lateTimer !== undefined) clock.clearTimer(this.lateTimer);
-    this.renewTimer = undefined;
-    this.lateTimer = undefined;
+    if (this.timer !== undefined) this.terms.clock.clearTimer(this.timer);
+    this.timer = undefined;
   }
 }

@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TimerHandle } from '../core/clock.js';
 import { ResilienceError } from '../core/errors.js';
 import { show } from '../core/validate.js';
-import type { IdempotentHandlerContext } from '../idempotency/idempotency.js';
+import type { IdempotentHandlerContext } from '../idempotency/handler.js';
 import type { RequestHandler } from './adapter.js';
 import { asking, type Continuation } from './ask.js';
 import type { Edge } from './edge.js';

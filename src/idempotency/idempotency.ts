@@ -12,6 +12,7 @@ import { LeaseKeeper } from '../core/lease-keeper.js';
 import { PollingWait, type Watch } from '../core/polling-wait.js';
 import { storeKey } from '../core/validate.js';
 import { IdempotencyConflictError, IdempotencyInProgressError, LeaseLostError } from './errors.js';
+import { HandlerContext, type IdempotentHandler } from './handler.js';
 import { canonicalJson, sha256Hex } from './json-codec.js';
 import { memoryIdempotencyStore } from './memory-store.js';
 import {
@@ -25,23 +26,6 @@ import {
 } from './options.js';
 import type { ClaimResult, IdempotencyStore } from './store.js';
 import { failureRecord, readRecord, valueRecord } from './stored-record.js';
-
-/** What a handler receives. */
-export interface IdempotentHandlerContext<Tx = undefined> {
-  /**
-   * Aborted when the caller's signal aborts or the lease is lost (then with `LeaseLostError`):
-   * stop the work, and never commit an effect after it aborted.
-   */
-  readonly signal: AbortSignal;
-  /**
-   * With `transactional: true`, the store's transaction that `complete` runs in: write the effect
-   * through it to make effect and stored result one atomic commit. Otherwise `undefined`.
-   */
-  readonly tx: Tx;
-}
-
-/** The work of one request. Its result must be JSON (bytes allowed: see docs/idempotency.md). */
-export type IdempotentHandler<T, Tx = undefined> = (context: IdempotentHandlerContext<Tx>) => Promise<T> | T;
 
 /** Options of one call. */
 export interface IdempotentCallOptions {
@@ -211,7 +195,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     try {
       value = this.o.transactional
         ? await this.store.transaction!((tx) => this.runInTransaction(key, token, handler, lease, tx as Tx))
-        : await handler({ signal: lease.signal, tx: undefined as Tx });
+        : await handler(new HandlerContext(lease, undefined as Tx));
     } catch (error) {
       lease.stop();
       if (lease.lost !== undefined) throw lease.error(error);
@@ -251,7 +235,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     lease: LeaseKeeper<'complete-refused'>,
     tx: Tx,
   ): Promise<T> {
-    const value = await handler({ signal: lease.signal, tx });
+    const value = await handler(new HandlerContext(lease, tx));
     lease.stop();
     if (lease.lost !== undefined) throw lease.error();
     const record = valueRecord(value);
