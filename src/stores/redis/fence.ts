@@ -1,11 +1,11 @@
-import { show } from '../../core/validate.js';
 import { StaleFenceError } from '../../lock/errors.js';
 import { fenceValue } from '../../lock/memory-store.js';
 import type { FenceStore } from '../../lock/store.js';
-import type { StatusSource, StoreDeadline } from './deadline.js';
+import type { StoreDeadline } from './deadline.js';
 import { highestScript, readScript, writeScript } from './fence-scripts.js';
 import { redisKey } from './keys.js';
-import { RedisScript, type ScriptClient } from './script.js';
+import { RedisScript } from './script.js';
+import { ScriptRunner, type ScriptRunnerClient } from './script-runner.js';
 import { replySafeInteger, replyText, text } from './values.js';
 
 const writeLua = new RedisScript(writeScript);
@@ -13,7 +13,7 @@ const readLua = new RedisScript(readScript);
 const highestLua = new RedisScript(highestScript);
 
 /** A client the fence store can use: runs scripts and reports its status. */
-export interface FenceRedisClient extends ScriptClient, StatusSource {}
+export interface FenceRedisClient extends ScriptRunnerClient {}
 
 /** What a resource holds: the value of the highest fence's last write. */
 export interface FencedValue {
@@ -51,13 +51,11 @@ export interface FencedValue {
  */
 export class RedisFenceStore implements FenceStore {
   private readonly head: string;
+  private readonly scripts: ScriptRunner;
 
   /** Use `redisStores(client, options).fence`. */
-  constructor(
-    private readonly client: FenceRedisClient,
-    prefix: string,
-    private readonly deadline: StoreDeadline,
-  ) {
+  constructor(client: FenceRedisClient, prefix: string, deadline: StoreDeadline) {
+    this.scripts = new ScriptRunner(client, deadline);
     this.head = `${prefix}fence:{`;
   }
 
@@ -79,20 +77,17 @@ export class RedisFenceStore implements FenceStore {
    * await stores.fence.write('report:daily', fence, JSON.stringify(report));
    */
   write(resource: string, fence: number, value: string): Promise<void> {
-    let key: string;
-    let args: string[];
-    try {
-      key = this.keyOf(resource);
-      args = [String(fenceValue(fence)), text('value', value)];
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.call(writeLua, key, args).then((reply) => {
-      if (reply === 1) return;
-      const highest = replySafeInteger(replyText(reply));
-      if (highest === undefined || highest <= fence) throw this.unexpected('write', reply);
-      throw new StaleFenceError(resource, fence, highest);
-    });
+    return this.scripts.run(
+      writeLua,
+      1,
+      () => [this.keyOf(resource), String(fenceValue(fence)), text('value', value)],
+      (reply) => {
+        if (reply === 1) return;
+        const highest = replySafeInteger(replyText(reply));
+        if (highest === undefined || highest <= fence) throw this.scripts.unexpected('write', reply);
+        throw new StaleFenceError(resource, fence, highest);
+      },
+    );
   }
 
   /**
@@ -100,43 +95,33 @@ export class RedisFenceStore implements FenceStore {
    * written. Rejects as {@link write} does (never with `StaleFenceError`).
    */
   read(resource: string): Promise<FencedValue | undefined> {
-    let key: string;
-    try {
-      key = this.keyOf(resource);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.call(readLua, key, []).then((reply) => {
-      if (Array.isArray(reply) && reply.length === 2 && reply[0] === null && reply[1] === null)
-        return undefined;
-      const written = toFencedValue(reply);
-      if (written === undefined) throw this.unexpected('read', reply);
-      return written;
-    });
+    return this.scripts.run(
+      readLua,
+      1,
+      () => [this.keyOf(resource)],
+      (reply) => {
+        if (Array.isArray(reply) && reply.length === 2 && reply[0] === null && reply[1] === null)
+          return undefined;
+        const written = toFencedValue(reply);
+        if (written === undefined) throw this.scripts.unexpected('read', reply);
+        return written;
+      },
+    );
   }
 
   /** The highest fence that wrote to `resource`, or `undefined` if none has. See `FenceStore`. */
   highest(resource: string): Promise<number | undefined> {
-    let key: string;
-    try {
-      key = this.keyOf(resource);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.call(highestLua, key, []).then((reply) => {
-      if (reply === null) return undefined;
-      const fence = replySafeInteger(replyText(reply));
-      if (fence === undefined) throw this.unexpected('highest', reply);
-      return fence;
-    });
-  }
-
-  private call(script: RedisScript, key: string, args: readonly string[]): Promise<unknown> {
-    return this.deadline.run(this.client, () => script.run(this.client, [key], args));
-  }
-
-  private unexpected(what: string, reply: unknown): Error {
-    return this.deadline.failure(new TypeError(`unexpected ${what} script reply: ${show(reply)}`));
+    return this.scripts.run(
+      highestLua,
+      1,
+      () => [this.keyOf(resource)],
+      (reply) => {
+        if (reply === null) return undefined;
+        const fence = replySafeInteger(replyText(reply));
+        if (fence === undefined) throw this.scripts.unexpected('highest', reply);
+        return fence;
+      },
+    );
   }
 }
 

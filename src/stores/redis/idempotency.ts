@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { show } from '../../core/validate.js';
 import type { ClaimResult, IdempotencyStore } from '../../idempotency/store.js';
 import type { StoreDeadline } from './deadline.js';
 import { claimScript, completeScript, releaseScript, renewScript } from './idempotency-scripts.js';
 import { redisKey } from './keys.js';
-import { RedisScript, type ScriptClient } from './script.js';
+import { RedisScript } from './script.js';
+import { ScriptRunner, type ScriptRunnerClient } from './script-runner.js';
 import { replyText, text, wholeMs } from './values.js';
 import { RedisWakeups, type WakeupClient } from './wakeups.js';
 
@@ -14,9 +14,7 @@ const releaseLua = new RedisScript(releaseScript);
 const renewLua = new RedisScript(renewScript);
 
 /** A client the idempotency store can use: runs scripts, reports its status, can be duplicated. */
-export interface IdempotencyRedisClient extends ScriptClient, WakeupClient {
-  readonly status?: string | undefined;
-}
+export interface IdempotencyRedisClient extends ScriptRunnerClient, WakeupClient {}
 
 /**
  * The Redis idempotency store (`redisStores(client).idempotency`): one hash per key under
@@ -44,14 +42,16 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   /** The channel `complete` and `release` publish the user's key on: `<prefix>idem:wake`. */
   readonly channel: string;
   private readonly head: string;
+  private readonly scripts: ScriptRunner;
 
   /** Use `redisStores(client, options).idempotency`. */
   constructor(
-    private readonly client: IdempotencyRedisClient,
+    client: IdempotencyRedisClient,
     prefix: string,
-    private readonly deadline: StoreDeadline,
+    deadline: StoreDeadline,
     private readonly wakeups: RedisWakeups = new RedisWakeups(client),
   ) {
+    this.scripts = new ScriptRunner(client, deadline);
     this.head = `${prefix}idem:{`;
     this.channel = `${prefix}idem:wake`;
   }
@@ -69,19 +69,17 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * token; else completed, in progress with its `PTTL`, or mismatch). See `IdempotencyStore.claim`.
    */
   claim(key: string, fingerprint: string, leaseMs: number): Promise<ClaimResult> {
-    let args: (string | number)[];
-    let record: string;
-    try {
-      record = this.keyOf(key);
-      args = [text('fingerprint', fingerprint), randomUUID(), wholeMs('leaseMs', leaseMs)];
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.call(claimLua, record, args).then((reply) => {
-      const claim = toClaim(reply, args[1] as string);
-      if (claim === undefined) throw this.unexpected('claim', reply);
-      return claim;
-    });
+    const token = randomUUID();
+    return this.scripts.run(
+      claimLua,
+      1,
+      () => [this.keyOf(key), text('fingerprint', fingerprint), token, wholeMs('leaseMs', leaseMs)],
+      (reply) => {
+        const claim = toClaim(reply, token);
+        if (claim === undefined) throw this.scripts.unexpected('claim', reply);
+        return claim;
+      },
+    );
   }
 
   /**
@@ -89,7 +87,9 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * {@link channel}, in one script. See `IdempotencyStore.complete`.
    */
   complete(key: string, token: string, result: string, ttlMs: number): Promise<boolean> {
-    return this.owner('complete', completeLua, key, token, () => [
+    return this.scripts.owned('complete', completeLua, () => [
+      this.keyOf(key),
+      text('token', token),
       text('result', result),
       wholeMs('ttlMs', ttlMs),
       this.channel,
@@ -102,12 +102,21 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * one script. See `IdempotencyStore.release`.
    */
   release(key: string, token: string): Promise<boolean> {
-    return this.owner('release', releaseLua, key, token, () => [this.channel, key]);
+    return this.scripts.owned('release', releaseLua, () => [
+      this.keyOf(key),
+      text('token', token),
+      this.channel,
+      key,
+    ]);
   }
 
   /** `PEXPIRE`s the key to `leaseMs` if `token` owns its live lease. See `IdempotencyStore.renew`. */
   renew(key: string, token: string, leaseMs: number): Promise<boolean> {
-    return this.owner('renew', renewLua, key, token, () => [wholeMs('leaseMs', leaseMs)]);
+    return this.scripts.owned('renew', renewLua, () => [
+      this.keyOf(key),
+      text('token', token),
+      wholeMs('leaseMs', leaseMs),
+    ]);
   }
 
   /**
@@ -137,37 +146,6 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    */
   close(): void {
     this.wakeups.drop(this.channel);
-  }
-
-  /** An owner operation: a compare-and-set on `token`, replying 1 (done) or 0 (not the owner). */
-  private owner(
-    what: string,
-    script: RedisScript,
-    key: string,
-    token: string,
-    argsOf: () => (string | number)[],
-  ): Promise<boolean> {
-    let record: string;
-    let args: (string | number)[];
-    try {
-      record = this.keyOf(key);
-      args = [text('token', token), ...argsOf()];
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.call(script, record, args).then((reply) => {
-      if (reply === 1) return true;
-      if (reply === 0) return false;
-      throw this.unexpected(what, reply);
-    });
-  }
-
-  private call(script: RedisScript, record: string, args: readonly (string | number)[]): Promise<unknown> {
-    return this.deadline.run(this.client, () => script.run(this.client, [record], args));
-  }
-
-  private unexpected(what: string, reply: unknown): Error {
-    return this.deadline.failure(new TypeError(`unexpected ${what} script reply: ${show(reply)}`));
   }
 }
 

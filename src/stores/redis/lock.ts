@@ -1,10 +1,11 @@
-import { show, storeKey } from '../../core/validate.js';
+import { storeKey } from '../../core/validate.js';
 import { leaseMs } from '../../lock/memory-store.js';
 import type { AcquiredLease, LockStore } from '../../lock/store.js';
-import type { StatusSource, StoreDeadline } from './deadline.js';
+import type { StoreDeadline } from './deadline.js';
 import { redisKey } from './keys.js';
 import { acquireScript, releaseScript, renewScript } from './lock-scripts.js';
-import { RedisScript, type ScriptClient } from './script.js';
+import { RedisScript } from './script.js';
+import { ScriptRunner, type ScriptRunnerClient } from './script-runner.js';
 import { replySafeInteger } from './values.js';
 import { RedisWakeups, type WakeupClient } from './wakeups.js';
 
@@ -13,7 +14,7 @@ const renewLua = new RedisScript(renewScript);
 const releaseLua = new RedisScript(releaseScript);
 
 /** A client the lock store can use: runs scripts, reports its status, can be duplicated. */
-export interface LockRedisClient extends ScriptClient, StatusSource, WakeupClient {}
+export interface LockRedisClient extends ScriptRunnerClient, WakeupClient {}
 
 /**
  * The Redis lock store (`redisStores(client).lock`); pass it as `distributedLock({ store })`. Keeps
@@ -55,14 +56,16 @@ export class RedisLockStore implements LockStore {
   /** The channel `release` publishes the user's key on: `<prefix>lock:wake`. */
   readonly channel: string;
   private readonly head: string;
+  private readonly scripts: ScriptRunner;
 
   /** Use `redisStores(client, options).lock`. */
   constructor(
-    private readonly client: LockRedisClient,
+    client: LockRedisClient,
     prefix: string,
-    private readonly deadline: StoreDeadline,
+    deadline: StoreDeadline,
     private readonly wakeups: RedisWakeups = new RedisWakeups(client),
   ) {
+    this.scripts = new ScriptRunner(client, deadline);
     this.timeoutMs = deadline.timeoutMs;
     this.head = `${prefix}lock:{`;
     this.channel = `${prefix}lock:wake`;
@@ -83,20 +86,20 @@ export class RedisLockStore implements LockStore {
    * `LockStore.acquire`.
    */
   acquire(key: string, owner: string, ttlMs: number): Promise<AcquiredLease | undefined> {
-    let lock: string;
-    let args: (string | number)[];
-    try {
-      lock = this.keyOf(key);
-      args = [storeKey('owner', owner), leaseMs('ttlMs', ttlMs)];
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.call(acquireLua, [lock, `${lock}:fence`], args).then((reply) => {
-      if (reply === 0) return undefined;
-      const lease = toLease(reply);
-      if (lease === undefined) throw this.unexpected('acquire', reply);
-      return lease;
-    });
+    return this.scripts.run(
+      acquireLua,
+      2,
+      () => {
+        const lock = this.keyOf(key);
+        return [lock, `${lock}:fence`, storeKey('owner', owner), leaseMs('ttlMs', ttlMs)];
+      },
+      (reply) => {
+        if (reply === 0) return undefined;
+        const lease = toLease(reply);
+        if (lease === undefined) throw this.scripts.unexpected('acquire', reply);
+        return lease;
+      },
+    );
   }
 
   /**
@@ -104,7 +107,11 @@ export class RedisLockStore implements LockStore {
    * `LockStore.renew`.
    */
   renew(key: string, owner: string, ttlMs: number): Promise<boolean> {
-    return this.owner('renew', renewLua, key, owner, () => [leaseMs('ttlMs', ttlMs)]);
+    return this.scripts.owned('renew', renewLua, () => [
+      this.keyOf(key),
+      storeKey('owner', owner),
+      leaseMs('ttlMs', ttlMs),
+    ]);
   }
 
   /**
@@ -112,7 +119,12 @@ export class RedisLockStore implements LockStore {
    * The fence key stays. See `LockStore.release`.
    */
   release(key: string, owner: string): Promise<boolean> {
-    return this.owner('release', releaseLua, key, owner, () => [this.channel, key]);
+    return this.scripts.owned('release', releaseLua, () => [
+      this.keyOf(key),
+      storeKey('owner', owner),
+      this.channel,
+      key,
+    ]);
   }
 
   /**
@@ -138,41 +150,6 @@ export class RedisLockStore implements LockStore {
    */
   close(): void {
     this.wakeups.drop(this.channel);
-  }
-
-  /** An owner operation: a compare-and-set on `owner`, replying 1 (done) or 0 (not the holder). */
-  private owner(
-    what: string,
-    script: RedisScript,
-    key: string,
-    owner: string,
-    argsOf: () => (string | number)[],
-  ): Promise<boolean> {
-    let lock: string;
-    let args: (string | number)[];
-    try {
-      lock = this.keyOf(key);
-      args = [storeKey('owner', owner), ...argsOf()];
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.call(script, [lock], args).then((reply) => {
-      if (reply === 1) return true;
-      if (reply === 0) return false;
-      throw this.unexpected(what, reply);
-    });
-  }
-
-  private call(
-    script: RedisScript,
-    keys: readonly string[],
-    args: readonly (string | number)[],
-  ): Promise<unknown> {
-    return this.deadline.run(this.client, () => script.run(this.client, keys, args));
-  }
-
-  private unexpected(what: string, reply: unknown): Error {
-    return this.deadline.failure(new TypeError(`unexpected ${what} script reply: ${show(reply)}`));
   }
 }
 

@@ -59,11 +59,4 @@ export class RedisScript {
       else onError(error);
     });
   }
-
-  /** {@link send} as a promise, for `keys` and `args`. */
-  run(client: ScriptClient, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    return new Promise((resolve, reject) =>
-      this.send(client, keys.length, [...keys, ...args], resolve, reject),
-    );
-  }
 }
