@@ -25,21 +25,28 @@
  * `acquire`: KEYS[1] the lock, KEYS[2] its fence key, ARGV[1] the owner, ARGV[2] the lease in ms.
  * Reply 0 (held: nothing changed) or `{fence as decimal text, expiresAt in epoch ms}` on the
  * server's clock. A lock key of another type, or a fence key holding no number, is an error reply:
- * a failure, never reported as a held or free key.
+ * a failure, never reported as a held or free key (the `GET` after a refused `SET NX` raises
+ * `WRONGTYPE`; a bad fence key gives the just-taken lease back first). Uncontended, four commands:
+ * `SET NX PX`, `TIME`, `GET` and `SET` of the fence.
  */
-export const acquireScript = `if redis.call('GET', KEYS[1]) then return 0 end
+export const acquireScript = `if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  redis.call('GET', KEYS[1])
+  return 0
+end
 local time = redis.call('TIME')
 local sec, usec = tonumber(time[1]), tonumber(time[2])
 local fence = sec * 1000000 + usec
 local last = redis.call('GET', KEYS[2])
 if last then
   local n = tonumber(last)
-  if not n then return redis.error_reply('ERR the fence key does not hold a number') end
+  if not n then
+    redis.call('DEL', KEYS[1])
+    return redis.error_reply('ERR the fence key does not hold a number')
+  end
   if n + 1 > fence then fence = n + 1 end
 end
 local text = string.format('%.0f', fence)
 redis.call('SET', KEYS[2], text)
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return {text, sec * 1000 + math.floor(usec / 1000) + tonumber(ARGV[2])}
 `;
 

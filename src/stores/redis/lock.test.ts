@@ -145,7 +145,7 @@ describe('lock scripts', () => {
     expect(acquireScript).toContain("redis.call('TIME')");
     expect(acquireScript).toContain("string.format('%.0f', fence)");
     expect(acquireScript).toContain("redis.call('SET', KEYS[2], text)\n");
-    expect(acquireScript).toContain("redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])");
+    expect(acquireScript).toContain("if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then");
     expect(acquireScript).not.toMatch(/PEXPIRE|EXPIRE/);
   });
 
