@@ -2,9 +2,10 @@
  * Distributed locks: uncontended acquire + release cycles per second on distinct keys, at
  * concurrency 1 and 32. Ours on Redis (which also issues a fence) beside node-redlock v5 on the
  * same single Redis and beside the round-trip limit, a raw `SET NX PX` plus a Lua compare-and-delete
- * release; ours on PostgreSQL too. Round trips per cycle are counted where they leave (every command the Redis client sends;
- * every statement a `pg` client sends). Targets: ≥ redlock,
- * ≥ 90 % of the raw limit, exactly 2 round trips per cycle.
+ * release; ours on PostgreSQL too. The contenders run in interleaved turns, so a machine whose
+ * speed drifts (CPU steal on a shared host) slows them alike. Round trips per cycle are counted
+ * where they leave (every command the Redis client sends; every statement a `pg` client sends).
+ * Targets: ≥ redlock, ≥ 90 % of the raw limit, exactly 2 round trips per cycle.
  */
 import { randomUUID } from 'node:crypto';
 import { distributedLock } from 'bulwark';
@@ -13,7 +14,7 @@ import { redisStores } from 'bulwark/redis';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import Redlock from 'redlock';
-import { machine, table, throughput } from './support.js';
+import { interleavedThroughput, machine, table, throughput } from './support.js';
 
 const run = Date.now().toString(36);
 const TTL_MS = 10_000;
@@ -27,20 +28,27 @@ interface Contender {
   cycle(n: number): Promise<unknown>;
 }
 
-/** Cycles per second at concurrency 1 and 32, and round trips per cycle (200 sequential cycles). */
+/**
+ * Round trips per cycle of each contender (200 sequential cycles), then cycles per second at
+ * concurrency 1 and 32, the contenders interleaved (8 rounds of 250 ms each, after a warm-up).
+ */
 async function measure(
-  contender: Contender,
+  contenders: readonly Contender[],
   roundTrips: () => Promise<number>,
-): Promise<{ rates: number[]; trips: number }> {
-  const before = await roundTrips();
-  for (let n = 0; n < 200; n++) await contender.cycle(n);
-  const trips = ((await roundTrips()) - before) / 200;
-  const rates: number[] = [];
-  for (const concurrency of [1, 32]) {
-    await throughput((n) => contender.cycle(n), concurrency, 300);
-    rates.push(await throughput((n) => contender.cycle(n), concurrency, 2_000));
+): Promise<{ rates: number[]; trips: number }[]> {
+  const trips: number[] = [];
+  for (const contender of contenders) {
+    const before = await roundTrips();
+    for (let n = 0; n < 200; n++) await contender.cycle(n);
+    trips.push(((await roundTrips()) - before) / 200);
   }
-  return { rates, trips };
+  const cycles = contenders.map((contender) => (n: number) => contender.cycle(n));
+  const byConcurrency: number[][] = [];
+  for (const concurrency of [1, 32]) {
+    for (const cycle of cycles) await throughput(cycle, concurrency, 300);
+    byConcurrency.push(await interleavedThroughput(cycles, concurrency, 8, 250));
+  }
+  return contenders.map((_, i) => ({ rates: byConcurrency.map((rates) => rates[i]!), trips: trips[i]! }));
 }
 
 async function redisRows(): Promise<{ rows: string[][]; close: () => Promise<void> }> {
@@ -85,8 +93,10 @@ async function redisRows(): Promise<{ rows: string[][]; close: () => Promise<voi
       cycle: (n) => locks.withLock(`ours:${n}`, () => undefined, { ttlMs: TTL_MS, waitMs: 0 }),
     },
   ];
-  const results = [];
-  for (const contender of contenders) results.push({ contender, ...(await measure(contender, commands)) });
+  const results = (await measure(contenders, commands)).map((result, i) => ({
+    contender: contenders[i]!,
+    ...result,
+  }));
   const raw = results[0]!;
   const peer = results[1]!;
   const rows = results.map(({ contender, rates, trips }) => [
@@ -135,11 +145,13 @@ async function postgresRows(): Promise<{ rows: string[][]; close: () => Promise<
     name: 'raw SELECT 1, twice (the round-trip limit)',
     cycle: () => pool.query('SELECT 1').then(() => pool.query('SELECT 1')),
   };
-  const rows: string[][] = [];
-  for (const contender of [raw, ours]) {
-    const { rates, trips } = await measure(contender, async () => statements);
-    rows.push([contender.name, ...rates.map(perSecond), trips.toFixed(2), '—']);
-  }
+  const contenders = [raw, ours];
+  const rows = (await measure(contenders, async () => statements)).map(({ rates, trips }, i) => [
+    contenders[i]!.name,
+    ...rates.map(perSecond),
+    trips.toFixed(2),
+    '—',
+  ]);
   return {
     rows,
     close: async () => {

@@ -96,3 +96,21 @@ export async function throughput(
   );
   return count / (durationMs / 1_000);
 }
+
+/**
+ * Operations per second of each of `ops`, run in turns of `sliceMs` by `concurrency` loops for
+ * `rounds` rounds: on a shared machine whose speed drifts (CPU steal), every contender sees the
+ * same drift, so their ratio holds where back-to-back runs would not.
+ */
+export async function interleavedThroughput(
+  ops: readonly ((n: number) => Promise<unknown>)[],
+  concurrency: number,
+  rounds: number,
+  sliceMs: number,
+): Promise<number[]> {
+  const totals = ops.map(() => 0);
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, op] of ops.entries()) totals[i]! += await throughput(op, concurrency, sliceMs);
+  }
+  return totals.map((total) => total / rounds);
+}
