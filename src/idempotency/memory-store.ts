@@ -3,8 +3,10 @@
  * the store contract (`store.ts`), for one process. Records live in a `Map`, expire on the store's
  * `clock`, and are bounded by `maxKeys`.
  */
+
 import type { Clock } from '../core/clock.js';
 import { StoreUnavailableError } from '../core/errors.js';
+import { KeyedWakers } from '../core/keyed-wakers.js';
 import { clockField, positiveInt, readOptions, type Schema, withDefault } from '../core/read-options.js';
 import type { ClaimResult, IdempotencyStore } from './store.js';
 
@@ -46,7 +48,7 @@ export interface MemoryIdempotencyStore extends IdempotencyStore {
 class MemoryStore implements MemoryIdempotencyStore {
   // Insertion order is the eviction order: a completed record is re-inserted when it completes.
   private readonly records = new Map<string, MemoryRecord>();
-  private readonly watchers = new Map<string, Set<() => void>>();
+  private readonly wakers = new KeyedWakers();
 
   constructor(
     private readonly maxKeys: number,
@@ -58,7 +60,7 @@ class MemoryStore implements MemoryIdempotencyStore {
   }
 
   get watched(): number {
-    return this.watchers.size;
+    return this.wakers.size;
   }
 
   async claim(key: string, fingerprint: string, leaseMs: number): Promise<ClaimResult> {
@@ -106,13 +108,7 @@ class MemoryStore implements MemoryIdempotencyStore {
   }
 
   watch(key: string, wake: () => void): () => void {
-    const set = this.watchers.get(key) ?? new Set<() => void>();
-    this.watchers.set(key, set);
-    set.add(wake);
-    return () => {
-      set.delete(wake);
-      if (set.size === 0 && this.watchers.get(key) === set) this.watchers.delete(key);
-    };
+    return this.wakers.add(key, wake);
   }
 
   /** The key's record if it has not expired (an expired one is dropped). */
@@ -147,9 +143,7 @@ class MemoryStore implements MemoryIdempotencyStore {
   }
 
   private wake(key: string): void {
-    const set = this.watchers.get(key);
-    if (set === undefined) return;
-    for (const wake of set) queueMicrotask(wake);
+    if (this.wakers.has(key)) queueMicrotask(() => this.wakers.wake(key));
   }
 }
 

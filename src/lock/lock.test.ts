@@ -2,6 +2,7 @@ import { getEventListeners } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
 import { until } from '../../test/support/until.js';
 import { isStoreUnavailableError, StoreUnavailableError } from '../core/errors.js';
+import type { KeyedWakers } from '../core/keyed-wakers.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import {
   isLockLostError,
@@ -544,7 +545,7 @@ describe('distributedLock: what it reports', () => {
       .catch((e: unknown) => e);
     await clock.advance(100);
     expect(isLockNotAcquiredError(await failed)).toBe(true);
-    expect((memory as unknown as { watchers: Map<string, unknown> }).watchers.size).toBe(0);
+    expect((memory as unknown as { wakers: KeyedWakers }).wakers.size).toBe(0);
   });
 });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { KeyedWakers } from '../core/keyed-wakers.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { fenceStoreConformance, lockStoreConformance } from '../testing/lock-conformance.js';
 import { isStaleFenceError } from './errors.js';
@@ -82,7 +83,7 @@ describe('memoryLockStore', () => {
     expect(woken).toEqual(['second']);
     unwatch();
     unwatch();
-    expect((store as unknown as { watchers: Map<string, unknown> }).watchers.size).toBe(1);
+    expect((store as unknown as { wakers: KeyedWakers }).wakers.size).toBe(1);
   });
 });
 
@@ -162,15 +163,15 @@ describe('memoryLockStore details', () => {
 
   it('watch: unwatching drops the key; a spent unwatch leaves a new watcher alone', () => {
     const store = memoryLockStore({ clock: new FakeClock(0) });
-    const watchers = (store as unknown as { watchers: Map<string, Set<unknown>> }).watchers;
+    const { wakers } = store as unknown as { wakers: KeyedWakers };
     const unwatch = store.watch('k', () => {});
     unwatch();
-    expect(watchers.size).toBe(0);
+    expect(wakers.size).toBe(0);
     const again = store.watch('k', () => {});
     unwatch();
-    expect(watchers.get('k')?.size).toBe(1);
+    expect(wakers.has('k')).toBe(true);
     again();
-    expect(watchers.size).toBe(0);
+    expect(wakers.size).toBe(0);
   });
 });
 

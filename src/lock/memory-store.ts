@@ -2,7 +2,9 @@
  * The in-memory lock and fence stores: the defaults of `distributedLock()` and the reference
  * behaviour every other store's conformance suite is held to. Single process only.
  */
+
 import type { Clock } from '../core/clock.js';
+import { KeyedWakers } from '../core/keyed-wakers.js';
 import { clockField, readOptions, type Schema } from '../core/read-options.js';
 import { show, storeKey } from '../core/validate.js';
 import { StaleFenceError } from './errors.js';
@@ -51,7 +53,7 @@ export function fenceValue(value: unknown): number {
 export class MemoryLockStore implements LockStore {
   readonly timeoutMs = 0;
   private readonly leases = new Map<string, Lease>();
-  private readonly watchers = new Map<string, Set<() => void>>();
+  private readonly wakers = new KeyedWakers();
   private acquisitions = 0;
 
   constructor(private readonly clock: Clock) {}
@@ -91,33 +93,12 @@ export class MemoryLockStore implements LockStore {
     if (lease === undefined) return Promise.resolve(false);
     lease.owner = undefined;
     if (Math.floor(this.clock.now() * 1_000) > lease.fence) this.leases.delete(key);
-    const watchers = this.watchers.get(key);
-    if (watchers !== undefined) {
-      for (const wake of [...watchers]) {
-        queueMicrotask(() => {
-          try {
-            wake();
-          } catch {
-            // A watcher's failure is its own.
-          }
-        });
-      }
-    }
+    if (this.wakers.has(key)) queueMicrotask(() => this.wakers.wake(key));
     return Promise.resolve(true);
   }
 
   watch(key: string, wake: () => void): () => void {
-    let set = this.watchers.get(key);
-    if (set === undefined) {
-      set = new Set();
-      this.watchers.set(key, set);
-    }
-    const own = set;
-    const watcher = (): void => wake();
-    own.add(watcher);
-    return () => {
-      if (own.delete(watcher) && own.size === 0 && this.watchers.get(key) === own) this.watchers.delete(key);
-    };
+    return this.wakers.add(key, wake);
   }
 
   /** The unexpired lease `owner` holds on `key`, if any. */

@@ -81,7 +81,8 @@ const hostileKeys = ['a}b{c', 'tenant:POST:/pay:k', ' spaced key ', '😀', 'quo
  * gets byte for byte (and a mismatch for another fingerprint); release frees the key; an expired
  * lease is taken over and the stale owner's complete, renew and release are refused; an owner whose
  * lease expired cannot complete even untaken; renew extends the lease; retention ends; tokens are
- * unique; hostile keys are independent; watchers are woken by complete and release.
+ * unique; hostile keys are independent; watchers are woken by complete and release (each watch
+ * its own watcher, a throwing one ignored).
  */
 export function idempotencyStoreConformance(
   name: string,
@@ -260,9 +261,17 @@ export function idempotencyStoreConformance(
           // As a waiting duplicate does: its claim sees the key in progress, then it watches.
           status(await f.store.claim(key, 'fp', lease), 'in_progress', `the watcher's claim before ${end}`);
           let woken = 0;
-          const unwatch = watch(key, () => {
+          const wake = () => {
             woken += 1;
+          };
+          // A watcher that throws must not stop the others; the same function watched twice is two
+          // watchers, so unwatching one leaves the other.
+          const unwatchThrowing = watch(key, () => {
+            throw new Error('a watcher that throws');
           });
+          const unwatchFirst = watch(key, wake);
+          const unwatch = watch(key, wake);
+          unwatchFirst();
           try {
             // Give a remote subscription time to be in place before the change.
             await f.elapse(50);
@@ -272,6 +281,7 @@ export function idempotencyStoreConformance(
             await eventually(f, () => woken > 0, end);
           } finally {
             unwatch();
+            unwatchThrowing();
           }
         }
       },

@@ -179,22 +179,34 @@ export function lockStoreConformance(
       for (const key of hostileKeys) equal(await f.store.release(key, 'a'), true, `release of ${key}`);
     });
 
-    scenario('watch wakes a waiter when the key is released', async (f, ttl) => {
-      if (f.store.watch === undefined) return;
-      leaseOf(await f.store.acquire('k', 'a', ttl * 10), 'acquire');
-      let woken = 0;
-      const unwatch = f.store.watch('k', () => {
-        woken += 1;
-      });
-      try {
-        await f.elapse(50); // a remote store's subscription settles
-        equal(await f.store.release('k', 'a'), true, 'release');
-        for (let i = 0; i < 200 && woken === 0; i++) await f.elapse(10);
-        if (woken === 0) fail('release: watch never called wake');
-      } finally {
-        unwatch();
-      }
-    });
+    scenario(
+      'watch wakes a waiter when the key is released (each watch its own; a throwing one ignored)',
+      async (f, ttl) => {
+        if (f.store.watch === undefined) return;
+        leaseOf(await f.store.acquire('k', 'a', ttl * 10), 'acquire');
+        let woken = 0;
+        const wake = () => {
+          woken += 1;
+        };
+        // A watcher that throws must not stop the others; the same function watched twice is two
+        // watchers, so unwatching one leaves the other.
+        const unwatchThrowing = f.store.watch('k', () => {
+          throw new Error('a watcher that throws');
+        });
+        const unwatchFirst = f.store.watch('k', wake);
+        const unwatch = f.store.watch('k', wake);
+        unwatchFirst();
+        try {
+          await f.elapse(50); // a remote store's subscription settles
+          equal(await f.store.release('k', 'a'), true, 'release');
+          for (let i = 0; i < 200 && woken === 0; i++) await f.elapse(10);
+          if (woken === 0) fail('release: watch never called wake');
+        } finally {
+          unwatch();
+          unwatchThrowing();
+        }
+      },
+    );
 
     scenario('bad input is a TypeError', async (f, ttl) => {
       await rejectsTypeError(() => f.store.acquire('', 'a', ttl), 'an empty key', fail);

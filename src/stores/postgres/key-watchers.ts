@@ -3,11 +3,12 @@
  * the first watch, and the watchers of each key woken by a notification whose payload is that key
  * ('' — a key too long to send — wakes every watcher). A hint only: the stores' waiters poll too.
  */
+import { KeyedWakers } from '../../core/keyed-wakers.js';
 import type { Notifications } from './database.js';
 
 /** The watchers of one store's channel (see the module doc). */
 export class KeyWatchers {
-  private readonly watchers = new Map<string, Set<() => void>>();
+  private readonly wakers = new KeyedWakers();
   private subscribed = false;
 
   constructor(
@@ -20,15 +21,7 @@ export class KeyWatchers {
    * (a store that cannot listen leaves its waiters to poll) and never calls `wake` synchronously.
    */
   watch(key: string, wake: () => void): () => void {
-    let set = this.watchers.get(key);
-    if (set === undefined) {
-      set = new Set();
-      this.watchers.set(key, set);
-    }
-    const own = set;
-    // Its own entry, so the same function watched twice is unwatched once per watch.
-    const watcher = (): void => wake();
-    own.add(watcher);
+    const unwatch = this.wakers.add(key, wake);
     if (!this.subscribed) {
       this.subscribed = true;
       try {
@@ -37,29 +30,17 @@ export class KeyWatchers {
         // Watching is a hint: a store that cannot listen leaves waiters to poll.
       }
     }
-    return () => {
-      own.delete(watcher);
-      if (own.size === 0 && this.watchers.get(key) === own) this.watchers.delete(key);
-    };
+    return unwatch;
   }
 
   /** Whether anything in this process watches `key` now. */
   watching(key: string): boolean {
-    return this.watchers.has(key);
+    return this.wakers.has(key);
   }
 
   /** A notification: `payload` is the key, or '' for a key too long to send (wakes every watcher). */
   private woken(payload: string): void {
-    const sets = payload === '' ? [...this.watchers.values()] : [this.watchers.get(payload)];
-    for (const set of sets) {
-      if (set === undefined) continue;
-      for (const wake of [...set]) {
-        try {
-          wake();
-        } catch {
-          // A watcher's failure is its own.
-        }
-      }
-    }
+    if (payload === '') this.wakers.wakeAll();
+    else this.wakers.wake(payload);
   }
 }

@@ -8,6 +8,7 @@ import { FakeSubscriber } from '../../../test/support/redis-doubles.js';
 import { until } from '../../../test/support/until.js';
 import { systemClock } from '../../core/clock.js';
 import { isStoreUnavailableError } from '../../core/errors.js';
+import type { KeyedWakers } from '../../core/keyed-wakers.js';
 import { StoreDeadline } from './deadline.js';
 import { type IdempotencyRedisClient, RedisIdempotencyStore } from './idempotency.js';
 import { claimScript, completeScript, releaseScript, renewScript } from './idempotency-scripts.js';
@@ -166,6 +167,16 @@ describe('RedisIdempotencyStore input and reply errors name what was wrong', () 
       (s: RedisIdempotencyStore) => s.release('k', 1 as never),
       /"token" to be a string/,
     ],
+    [
+      'a non-string token completing',
+      (s: RedisIdempotencyStore) => s.complete('k', 1 as never, 'r', 1_000),
+      /"token" to be a string/,
+    ],
+    [
+      'a non-string token renewing',
+      (s: RedisIdempotencyStore) => s.renew('k', 1 as never, 1_000),
+      /"token" to be a string/,
+    ],
     ['a zero renewal', (s: RedisIdempotencyStore) => s.renew('k', 't', 0), /"leaseMs"/],
   ])('%s is a TypeError naming the argument', async (_, call, message) => {
     const error = await call(fake(1).store).catch((e: unknown) => e);
@@ -222,15 +233,15 @@ describe('RedisIdempotencyStore subscriber connection', () => {
   it('an unwatched key leaves no entry behind, and unwatching twice is harmless', () => {
     const { store } = fake();
     const unwatch = store.watch('k', () => {});
-    const channels = (store as unknown as { wakeups: { channels: Map<string, Map<string, Set<unknown>>> } })
-      .wakeups.channels;
+    const channels = (store as unknown as { wakeups: { channels: Map<string, KeyedWakers> } }).wakeups
+      .channels;
     const watchers = channels.get('p:idem:wake')!;
     expect(watchers.size).toBe(1);
     unwatch();
     expect(watchers.size).toBe(0);
     const again = store.watch('k', () => {});
     unwatch(); // a second call of a spent unwatch leaves the new watcher alone
-    expect(watchers.get('k')?.size).toBe(1);
+    expect(watchers.has('k')).toBe(true);
     again();
     expect(watchers.size).toBe(0);
   });

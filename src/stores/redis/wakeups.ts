@@ -6,6 +6,8 @@
  * store, and a message wakes only the watchers of its channel and key.
  */
 
+import { KeyedWakers } from '../../core/keyed-wakers.js';
+
 /** A connection's socket, as far as unref'ing it goes. */
 interface Socket {
   readonly stream?: { unref?(): unknown } | undefined;
@@ -27,11 +29,6 @@ export interface WakeupClient {
   duplicate?(): unknown;
 }
 
-/** One `watch` registration (an object, so the same function watched twice is two watchers). */
-interface Watcher {
-  readonly wake: () => void;
-}
-
 const noop = (): void => {};
 
 /** Unrefs a connection's socket, so that it never keeps the process alive on its own. */
@@ -50,7 +47,7 @@ function unref(connection: Socket | undefined): void {
  */
 export class RedisWakeups {
   /** Watchers by channel, then by the user's key. A channel stays while it is in use. */
-  private readonly channels = new Map<string, Map<string, Set<Watcher>>>();
+  private readonly channels = new Map<string, KeyedWakers>();
   /** Channels whose store was closed: their watches never wake again. */
   private readonly dropped = new Set<string>();
   private subscriber: Subscriber | undefined;
@@ -67,29 +64,19 @@ export class RedisWakeups {
   watch(channel: string, key: string, wake: () => void): () => void {
     if (this.closed || this.dropped.has(channel)) return noop;
     if (typeof key !== 'string' || key === '' || typeof wake !== 'function') return noop;
-    const watcher: Watcher = { wake };
-    let keys = this.channels.get(channel);
-    const fresh = keys === undefined;
-    if (keys === undefined) {
-      keys = new Map();
-      this.channels.set(channel, keys);
+    let wakers = this.channels.get(channel);
+    const fresh = wakers === undefined;
+    if (wakers === undefined) {
+      wakers = new KeyedWakers();
+      this.channels.set(channel, wakers);
     }
-    let watchers = keys.get(key);
-    if (watchers === undefined) {
-      watchers = new Set();
-      keys.set(key, watchers);
-    }
-    watchers.add(watcher);
+    const unwatch = wakers.add(key, wake);
     try {
       this.listen(channel, fresh);
     } catch {
       // No subscriber (e.g. duplicate() threw): waiters poll.
     }
-    return () => {
-      const keyed = this.channels.get(channel);
-      const current = keyed?.get(key);
-      if (current?.delete(watcher) === true && current.size === 0) keyed?.delete(key);
-    };
+    return unwatch;
   }
 
   /**
@@ -152,14 +139,6 @@ export class RedisWakeups {
   }
 
   private dispatch(channel: string, key: string): void {
-    const watchers = this.channels.get(channel)?.get(key);
-    if (watchers === undefined) return;
-    for (const watcher of [...watchers]) {
-      try {
-        watcher.wake();
-      } catch {
-        // A throwing waker must not break the others, nor ioredis's event loop.
-      }
-    }
+    this.channels.get(channel)?.wake(key);
   }
 }
