@@ -73,12 +73,31 @@ describe('LeaseKeeper', () => {
         return Promise.resolve(true);
       },
     });
-    skew = 3_000; // the loop was blocked: the renewal timer due at 1000 runs at 4000
+    skew = 2_000; // the loop was blocked: the renewal timer due at 1000 runs at 3000, the lease's end
     await fake.advance(1_000);
     expect(renewed).toBe(0);
     expect(losses).toEqual(['renew-late']);
     expect(lease.aborted).toBe(true);
     expect(fake.pendingTimers).toBe(0);
+  });
+
+  it('works with a Clock that has no keepAlive (a user clock)', async () => {
+    const fake = new FakeClock(0);
+    const clock = Object.assign(Object.create(fake) as FakeClock, { keepAlive: undefined });
+    let answer: (renewed: boolean) => void = () => {};
+    const renewals: number[] = [];
+    const { lease, losses } = keeper(clock, {
+      renew: () => {
+        renewals.push(fake.now());
+        return new Promise((resolve) => (answer = resolve));
+      },
+    });
+    await fake.advance(1_000); // the renewal is sent, its lease-end timer armed
+    answer(true);
+    await fake.advance(1_000); // confirmed, the next one scheduled and sent
+    expect(renewals).toEqual([1_000, 2_000]);
+    expect(losses).toEqual([]);
+    lease.stop();
   });
 
   it('a signal first read after the loss is already aborted with the lost error', async () => {

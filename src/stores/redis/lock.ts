@@ -157,8 +157,8 @@ export class RedisLockStore implements LockStore {
 function toLease(reply: unknown): AcquiredLease | undefined {
   if (!Array.isArray(reply) || reply.length !== 2) return undefined;
   const fence = replySafeInteger(reply[0]);
-  const expiresAt = reply[1];
-  if (fence === undefined || fence < 1 || typeof expiresAt !== 'number' || !Number.isFinite(expiresAt))
-    return undefined;
-  return { fence, expiresAt };
+  const expiresAt: unknown = reply[1];
+  // Number.isFinite is false for anything that is not a number.
+  if (fence === undefined || fence < 1 || !Number.isFinite(expiresAt)) return undefined;
+  return { fence, expiresAt: expiresAt as number };
 }

@@ -23,10 +23,21 @@ function runner(fake: ScriptRunnerClient) {
 }
 
 const script = new RedisScript('return 1');
-const outcome = (promise: Promise<unknown>) =>
+/** The rejection of `promise`, which must reject. */
+const failure = (promise: Promise<unknown>) =>
   promise.then(
-    (value) => ({ value }),
-    (error: unknown) => ({ error }),
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (error: unknown) => error as StoreUnavailableError,
+  );
+/** One call on key `k` that resolves its reply as it came. */
+const callK = (scripts: ScriptRunner) =>
+  scripts.run(
+    script,
+    1,
+    () => ['k'],
+    (reply) => reply,
   );
 
 describe('ScriptRunner', () => {
@@ -93,14 +104,7 @@ describe('ScriptRunner', () => {
     ]) {
       const { fake } = client(reply);
       const { scripts } = runner(fake);
-      const { error } = (await outcome(
-        scripts.run(
-          script,
-          1,
-          () => ['k'],
-          (r) => r,
-        ),
-      )) as { error: StoreUnavailableError };
+      const error = await failure(callK(scripts));
       expect(isStoreUnavailableError(error)).toBe(true);
       expect(error.message).toBe('Redis failed: ECONNRESET');
       expect(error.cause).toBe(down);
@@ -112,7 +116,7 @@ describe('ScriptRunner', () => {
     const { fake } = client(() => late.promise);
     const { scripts, clock } = runner(fake);
     let reads = 0;
-    const call = outcome(
+    const call = failure(
       scripts.run(
         script,
         1,
@@ -124,7 +128,7 @@ describe('ScriptRunner', () => {
       ),
     );
     await clock.advance(100);
-    const { error } = (await call) as { error: StoreUnavailableError };
+    const error = await call;
     expect(isTimeoutError(error.cause)).toBe(true);
     late.resolve(1);
     await clock.advance(0);
@@ -134,14 +138,7 @@ describe('ScriptRunner', () => {
   it('a connection that is down refuses at once, sending nothing', async () => {
     const { fake, sent } = client(() => Promise.resolve(1), 'reconnecting');
     const { scripts } = runner(fake);
-    const { error } = (await outcome(
-      scripts.run(
-        script,
-        1,
-        () => ['k'],
-        (r) => r,
-      ),
-    )) as { error: Error };
+    const error = await failure(callK(scripts));
     expect(error.message).toBe('Redis connection is reconnecting');
     expect(sent).toEqual([]);
   });
@@ -156,9 +153,7 @@ describe('ScriptRunner', () => {
     }
     for (const reply of [2, '1', null, [1]]) {
       const { fake } = client(() => Promise.resolve(reply));
-      const { error } = (await outcome(runner(fake).scripts.owned('renew', script, () => ['k']))) as {
-        error: StoreUnavailableError;
-      };
+      const error = await failure(runner(fake).scripts.owned('renew', script, () => ['k']));
       expect(isStoreUnavailableError(error)).toBe(true);
       expect(error.message).toMatch(/^Redis failed: unexpected renew script reply: /);
     }

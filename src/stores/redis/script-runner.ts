@@ -36,6 +36,7 @@ export class ScriptRunner {
       const ticket = this.deadline.begin(this.client, reject);
       if (ticket === undefined) return;
       const failed = (error: unknown) => {
+        // Stryker disable next-line ConditionalExpression: (true) past the deadline the promise was already rejected, and a second reject is ignored
         if (ticket.release()) reject(this.deadline.failure(error));
       };
       try {
