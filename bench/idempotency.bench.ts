@@ -13,8 +13,7 @@ import { idempotencyMiddleware } from 'bulwark/http';
 import { postgresStores } from 'bulwark/postgres';
 import { redisStores } from 'bulwark/redis';
 import express from 'express';
-import { Redis } from 'ioredis';
-import pg from 'pg';
+import { backendSections, benchPostgres, benchRedis } from './servers.js';
 import { machine, table, throughput } from './support.js';
 
 const REPLAY_KEYS = 1_000;
@@ -72,12 +71,9 @@ async function measure(backend: Backend): Promise<string[][]> {
 }
 
 async function redisBackend(): Promise<{ backend: Backend; close: () => Promise<void> }> {
-  const url = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1_000 });
-  client.on('error', () => {});
-  await client.connect();
-  const admin = client.duplicate();
   const prefix = `bench:idem:${run}:`;
+  const redis = await benchRedis(prefix);
+  const { client, admin } = redis;
   const stores = redisStores(client, { prefix, timeoutMs: 2_000 });
   const sha = (await client.script('LOAD', 'return 1')) as string;
   const scriptCalls = async () => {
@@ -94,30 +90,15 @@ async function redisBackend(): Promise<{ backend: Backend; close: () => Promise<
       raw: () => client.evalsha(sha, 0),
     },
     close: async () => {
-      let cursor = '0';
-      do {
-        const [next, found] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000);
-        cursor = next;
-        if (found.length > 0) await admin.unlink(...found);
-      } while (cursor !== '0');
       await stores.close();
-      client.disconnect();
-      admin.disconnect();
+      await redis.close();
     },
   };
 }
 
 async function postgresBackend(): Promise<{ backend: Backend; close: () => Promise<void> }> {
-  const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
-  const pool = new pg.Pool({ connectionString: url, max: 32, connectionTimeoutMillis: 1_000 });
-  pool.on('error', () => {});
-  // Every statement any pg client of this process sends, counted where it leaves.
-  let statements = 0;
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
-    statements += 1;
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof query;
+  const postgres = benchPostgres();
+  const { pool } = postgres;
   const schema = `bench_idem_${run}`;
   const stores = postgresStores(pool, { schema, timeoutMs: 2_000 });
   await stores.migrate();
@@ -125,14 +106,13 @@ async function postgresBackend(): Promise<{ backend: Backend; close: () => Promi
     backend: {
       name: 'PostgreSQL',
       idem: idempotency({ store: stores.idempotency }),
-      roundTrips: async () => statements,
+      roundTrips: async () => postgres.statements(),
       raw: () => pool.query('SELECT 1'),
     },
     close: async () => {
       await stores.close();
       await pool.query(`DROP SCHEMA ${schema} CASCADE`);
-      pg.Client.prototype.query = query;
-      await pool.end();
+      await postgres.close();
     },
   };
 }
@@ -188,21 +168,13 @@ export default async function idempotencyBench(): Promise<string> {
     'round trips per request',
     'target',
   ];
-  const sections: string[] = [];
-  for (const [name, open] of [
-    ['Redis', redisBackend],
-    ['PostgreSQL', postgresBackend],
-  ] as const) {
-    let opened: Awaited<ReturnType<typeof open>> | undefined;
-    try {
-      opened = await open();
-      sections.push(`${name}:\n\n${table(headers, await measure(opened.backend))}`);
-    } catch (error) {
-      sections.push(`${name} unavailable (${(error as Error).message}): skipped.`);
-    } finally {
-      await opened?.close();
-    }
-  }
+  const sections = await backendSections(
+    [
+      ['Redis', redisBackend],
+      ['PostgreSQL', postgresBackend],
+    ],
+    async ({ backend }) => table(headers, await measure(backend)),
+  );
   const middleware = table(
     ['HTTP, concurrency 32 (fetch on loopback)', 'requests/s', 'overhead per request'],
     await middlewareRows(),

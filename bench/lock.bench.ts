@@ -11,9 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { distributedLock } from 'bulwark';
 import { postgresStores } from 'bulwark/postgres';
 import { redisStores } from 'bulwark/redis';
-import { Redis } from 'ioredis';
-import pg from 'pg';
 import Redlock from 'redlock';
+import { backendSections, benchPostgres, benchRedis } from './servers.js';
 import { interleavedThroughput, machine, table, throughput } from './support.js';
 
 const run = Date.now().toString(36);
@@ -52,12 +51,9 @@ async function measure(
 }
 
 async function redisRows(): Promise<{ rows: string[][]; close: () => Promise<void> }> {
-  const url = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1_000 });
-  client.on('error', () => {});
-  await client.connect();
-  const admin = client.duplicate();
   const prefix = `bench:lock:${run}:`;
+  const redis = await benchRedis(prefix);
+  const { client } = redis;
   const stores = redisStores(client, { prefix, timeoutMs: 2_000 });
   const locks = distributedLock({ store: stores.lock });
   const redlock = new Redlock([client], { retryCount: 0, automaticExtensionThreshold: 500 });
@@ -110,29 +106,15 @@ async function redisRows(): Promise<{ rows: string[][]; close: () => Promise<voi
   return {
     rows,
     close: async () => {
-      let cursor = '0';
-      do {
-        const [next, found] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000);
-        cursor = next;
-        if (found.length > 0) await admin.unlink(...found);
-      } while (cursor !== '0');
       await stores.close();
-      client.disconnect();
-      admin.disconnect();
+      await redis.close();
     },
   };
 }
 
 async function postgresRows(): Promise<{ rows: string[][]; close: () => Promise<void> }> {
-  const url = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
-  const pool = new pg.Pool({ connectionString: url, max: 32, connectionTimeoutMillis: 1_000 });
-  pool.on('error', () => {});
-  let statements = 0;
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
-    statements += 1;
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof query;
+  const postgres = benchPostgres();
+  const { pool } = postgres;
   const schema = `bench_lock_${run}`;
   const stores = postgresStores(pool, { schema, timeoutMs: 2_000 });
   await stores.migrate();
@@ -146,7 +128,7 @@ async function postgresRows(): Promise<{ rows: string[][]; close: () => Promise<
     cycle: () => pool.query('SELECT 1').then(() => pool.query('SELECT 1')),
   };
   const contenders = [raw, ours];
-  const rows = (await measure(contenders, async () => statements)).map(({ rates, trips }, i) => [
+  const rows = (await measure(contenders, async () => postgres.statements())).map(({ rates, trips }, i) => [
     contenders[i]!.name,
     ...rates.map(perSecond),
     trips.toFixed(2),
@@ -157,8 +139,7 @@ async function postgresRows(): Promise<{ rows: string[][]; close: () => Promise<
     close: async () => {
       await stores.close();
       await pool.query(`DROP SCHEMA ${schema} CASCADE`);
-      pg.Client.prototype.query = query;
-      await pool.end();
+      await postgres.close();
     },
   };
 }
@@ -171,21 +152,13 @@ export default async function lockBench(): Promise<string> {
     'round trips per cycle',
     'ratio (concurrency 32)',
   ];
-  const sections: string[] = [];
-  for (const [name, open] of [
-    ['Redis', redisRows],
-    ['PostgreSQL', postgresRows],
-  ] as const) {
-    let opened: Awaited<ReturnType<typeof open>> | undefined;
-    try {
-      opened = await open();
-      sections.push(`${name}:\n\n${table(headers, opened.rows)}`);
-    } catch (error) {
-      sections.push(`${name} unavailable (${(error as Error).message}): skipped.`);
-    } finally {
-      await opened?.close();
-    }
-  }
+  const sections = await backendSections(
+    [
+      ['Redis', redisRows],
+      ['PostgreSQL', postgresRows],
+    ],
+    async ({ rows }) => table(headers, rows),
+  );
   const report = `### Distributed locks (acquire + release, distinct keys)\n\n${machine()}\n\n${sections.join('\n\n')}\n`;
   console.log(report);
   return report;

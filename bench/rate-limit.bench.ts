@@ -17,6 +17,7 @@ import { rateLimiter } from 'bulwark';
 import { redisStores } from 'bulwark/redis';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
+import { deleteKeys } from './servers.js';
 import { type Case, machine, measureAll, ns, table, throughput } from './support.js';
 
 const KEYS = 10_000;
@@ -117,13 +118,7 @@ async function redisRows(client: Redis): Promise<RedisRow[]> {
     }
     rows.push({ name: c.name, perSecond: perSecond as [number, number] });
   }
-  // Clean up our keys.
-  let cursor = '0';
-  do {
-    const [next, found] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000);
-    cursor = next;
-    if (found.length > 0) await client.unlink(...found);
-  } while (cursor !== '0');
+  await deleteKeys(client, prefix);
   return rows;
 }
 
