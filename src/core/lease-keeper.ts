@@ -6,6 +6,7 @@
  * clock drift, so our estimate never outlives the store's lease).
  */
 import type { Clock, TimerHandle } from './clock.js';
+import { LazySignal } from './lazy-signal.js';
 
 /** Why a renewal lost the lease. */
 export type LeaseLoss = 'renew-refused' | 'renew-failed' | 'renew-late';
@@ -37,10 +38,7 @@ export interface LeaseTerms<Reason extends string> {
 export class LeaseKeeper<Reason extends string = never> {
   /** Why the lease was lost, once it was. */
   lost: LeaseLoss | Reason | undefined = undefined;
-  /** True once the caller aborted or the lease was lost ({@link signal} is then aborted). */
-  aborted = false;
-  private reason: unknown = undefined;
-  private controller: AbortController | undefined = undefined;
+  private readonly lazy = new LazySignal();
   private lostWith: Error | undefined;
   /** The renewal's timer, or while a renewal is in flight the lease end's. */
   private timer: TimerHandle | undefined;
@@ -53,7 +51,7 @@ export class LeaseKeeper<Reason extends string = never> {
     const callerSignal = terms.signal;
     if (callerSignal !== undefined) {
       // The caller checked its signal after the acquisition: it has not aborted yet.
-      this.onCallerAbort = () => this.abort(callerSignal.reason);
+      this.onCallerAbort = () => this.lazy.abort(callerSignal.reason);
       callerSignal.addEventListener('abort', this.onCallerAbort);
     }
     this.endsAt = this.schedule(terms.sentAt);
@@ -61,11 +59,12 @@ export class LeaseKeeper<Reason extends string = never> {
 
   /** Aborted when the caller aborts or the lease is lost (created on first read). */
   get signal(): AbortSignal {
-    if (this.controller === undefined) {
-      this.controller = new AbortController();
-      if (this.aborted) this.controller.abort(this.reason);
-    }
-    return this.controller.signal;
+    return this.lazy.signal;
+  }
+
+  /** True once the caller aborted or the lease was lost ({@link signal} is then aborted). */
+  get aborted(): boolean {
+    return this.lazy.aborted;
   }
 
   /** Stops renewing; a renewal still in flight is then ignored. */
@@ -82,21 +81,14 @@ export class LeaseKeeper<Reason extends string = never> {
     this.clearTimer();
     this.terms.onLost(reason, cause);
     this.lostWith = this.terms.lostError(cause);
-    this.abort(this.lostWith);
+    this.lazy.abort(this.lostWith);
   }
 
   /** The error a call whose lease was lost rejects with. */
   error(cause?: unknown): Error {
-    return this.lostWith !== undefined && this.reason === this.lostWith
+    return this.lostWith !== undefined && this.lazy.reason === this.lostWith
       ? this.lostWith
       : this.terms.lostError(cause);
-  }
-
-  private abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.controller?.abort(reason);
   }
 
   /**
