@@ -225,5 +225,15 @@ export type {
   RetryPredicate,
 } from './retry/options.js';
 export { type RetryPolicy, retry, retryAll, retryIf } from './retry/retry.js';
+export { Coalescer } from './sharing/coalescer.js';
+export { type Deduped, dedup } from './sharing/dedup.js';
+export type {
+  CancelledEvent,
+  CoalescerOptions,
+  DedupOptions,
+  SharedCallOptions,
+  SharedEvent,
+} from './sharing/options.js';
+export type { SharedCallContext } from './sharing/shared-calls.js';
 export type { TimeoutMode, TimeoutOptions } from './timeout/options.js';
 export { type TimeoutPolicy, timeout } from './timeout/timeout.js';

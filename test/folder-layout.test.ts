@@ -20,6 +20,7 @@ describe('folder layout', () => {
     ['node', ['load-shedder.ts', 'process-signals.ts', 'index.ts']],
     ['idempotency', ['idempotency.ts', 'options.ts', 'errors.ts', 'store.ts', 'memory-store.ts']],
     ['lock', ['lock.ts', 'options.ts', 'errors.ts', 'store.ts', 'memory-store.ts']],
+    ['sharing', ['coalescer.ts', 'dedup.ts', 'options.ts']],
   ])('%s/ holds its roles', (folder, files) => {
     for (const file of files) expect(existsSync(join(src, folder, file)), `${folder}/${file}`).toBe(true);
   });
@@ -57,6 +58,7 @@ describe('folder layout', () => {
       'node',
       'idempotency',
       'lock',
+      'sharing',
     ]) {
       for (const file of readdirSync(join(src, folder))) {
         if (!file.endsWith('.ts') || file.endsWith('.test.ts')) continue;
@@ -70,8 +72,8 @@ describe('folder layout', () => {
   // One job however long: the concurrent map's run (pulling, starting, settling, closing).
   const singleJob = new Set(['admission/map-concurrent.ts']);
 
-  it('has no source file over 320 lines doing several jobs in admission/, retry/, timeout/, node/, idempotency/ or lock/', () => {
-    for (const folder of ['admission', 'retry', 'timeout', 'node', 'idempotency', 'lock']) {
+  it('has no source file over 320 lines doing several jobs in admission/, retry/, timeout/, node/, idempotency/, lock/ or sharing/', () => {
+    for (const folder of ['admission', 'retry', 'timeout', 'node', 'idempotency', 'lock', 'sharing']) {
       for (const file of readdirSync(join(src, folder))) {
         if (!file.endsWith('.ts') || file.endsWith('.test.ts') || singleJob.has(`${folder}/${file}`))
           continue;

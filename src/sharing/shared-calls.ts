@@ -1,0 +1,185 @@
+/**
+ * The calls in flight of a `Coalescer` or a `dedup`, by key: the first caller of a key starts
+ * the call, later callers join it, and every caller gets its outcome. They differ only in what a
+ * caller's abort does (see {@link WaiterAbort}).
+ */
+import { offAbort, onAbort } from '../core/abort.js';
+import { LazySignal } from '../core/lazy-signal.js';
+import { show } from '../core/validate.js';
+
+/**
+ * What a caller's abort does. `detach` (`Coalescer`): that caller rejects at once with its reason
+ * and leaves; the call's signal aborts when the last caller has left (unless it keeps running).
+ * `cancel` (`dedup`): the call's signal aborts and every caller rejects with that reason.
+ */
+export type WaiterAbort = 'detach' | 'cancel';
+
+/** What the function of a shared call receives. */
+export interface SharedCallContext {
+  /** Aborted when the call is cancelled (see `WaiterAbort`): stop the work. */
+  readonly signal: AbortSignal;
+}
+
+/** What the calls report. */
+export interface SharedCallHooks {
+  /** A caller joined the call in flight for `key`; `waiters` counts every caller so far. */
+  shared(key: string, waiters: number): void;
+  /** The call in flight for `key` was cancelled with `reason` before it settled. */
+  cancelled(key: string, reason: unknown): void;
+}
+
+const ignore = (): void => {};
+
+/** One call in flight: its outcome, its callers and its lazily created signal. */
+class SharedCall<T> {
+  readonly promise: Promise<T>;
+  /** Callers that have not left (those without a signal never do). */
+  active = 0;
+  /** Every caller so far. */
+  waiters = 1;
+  settled = false;
+  readonly lazy = new LazySignal();
+  resolve!: (value: T) => void;
+  reject!: (error: unknown) => void;
+
+  constructor(readonly key: string) {
+    this.promise = new Promise<T>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+}
+
+/** The context handed to the call's function: a class, so its signal is only made when read. */
+class CallContext implements SharedCallContext {
+  readonly #lazy: LazySignal;
+  constructor(lazy: LazySignal) {
+    this.#lazy = lazy;
+  }
+  get signal(): AbortSignal {
+    return this.#lazy.signal;
+  }
+}
+
+/** One caller with a signal, waiting on a call: settles with it, or leaves when its signal aborts. */
+class Waiter<T> {
+  constructor(
+    private readonly calls: SharedCalls,
+    private readonly call: SharedCall<T>,
+    private readonly signal: AbortSignal,
+    resolve: (value: T) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    onAbort(signal, this);
+    call.promise.then(
+      (value) => {
+        offAbort(signal, this);
+        resolve(value);
+      },
+      (error: unknown) => {
+        offAbort(signal, this);
+        reject(error);
+      },
+    );
+  }
+
+  /** The caller's signal aborted. */
+  handleEvent(): void {
+    const { reason } = this.signal;
+    this.reject(reason);
+    this.calls.leave(this.call, reason);
+  }
+}
+
+/** The calls in flight by key (see the module doc). */
+export class SharedCalls {
+  private readonly calls = new Map<string, SharedCall<unknown>>();
+
+  constructor(
+    private readonly onAbort: WaiterAbort,
+    private readonly keepRunning: boolean,
+    private readonly hooks: SharedCallHooks,
+  ) {}
+
+  /** How many calls are in flight. */
+  get size(): number {
+    return this.calls.size;
+  }
+
+  /**
+   * Runs `fn` for `key`, or joins the call in flight for it; resolves or rejects with the call's
+   * outcome. A `signal` already aborted rejects with its reason before anything starts; a key that
+   * is not a string throws a `TypeError`.
+   */
+  run<T>(
+    key: string,
+    fn: (context: SharedCallContext) => T | PromiseLike<T>,
+    signal: AbortSignal | undefined,
+  ): Promise<T> {
+    if (typeof key !== 'string') throw new TypeError(`expected "key" to be a string, got ${show(key)}`);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    let call = this.calls.get(key) as SharedCall<T> | undefined;
+    if (call === undefined) {
+      call = new SharedCall<T>(key);
+      // The map holds calls of every value type; each caller reads back the type it passed in.
+      this.calls.set(key, call as unknown as SharedCall<unknown>);
+      this.start(call, fn);
+    } else {
+      call.waiters++;
+      this.hooks.shared(key, call.waiters);
+    }
+    call.active++;
+    if (signal === undefined) return call.promise;
+    const joined = call;
+    return new Promise<T>((resolve, reject) => new Waiter(this, joined, signal, resolve, reject));
+  }
+
+  /** Makes the next caller of `key` start a new call; the one in flight runs on for its callers. */
+  forget(key: string): void {
+    this.calls.delete(key);
+  }
+
+  /** A caller of `call` left because its signal aborted with `reason`. */
+  leave<T>(call: SharedCall<T>, reason: unknown): void {
+    call.active--;
+    // Nobody may be left to read the outcome: it must not surface as an unhandled rejection.
+    if (call.active === 0) call.promise.catch(ignore);
+    if (this.onAbort === 'cancel' || (call.active === 0 && !this.keepRunning)) this.cancel(call, reason);
+  }
+
+  private start<T>(call: SharedCall<T>, fn: (context: SharedCallContext) => T | PromiseLike<T>): void {
+    let pending: T | PromiseLike<T>;
+    try {
+      pending = fn(new CallContext(call.lazy));
+    } catch (error) {
+      this.settle(call);
+      call.reject(error);
+      return;
+    }
+    Promise.resolve(pending).then(
+      (value) => {
+        this.settle(call);
+        call.resolve(value);
+      },
+      (error: unknown) => {
+        this.settle(call);
+        call.reject(error);
+      },
+    );
+  }
+
+  /** The call is over (settled or cancelled): later callers of its key start a new one. */
+  private settle<T>(call: SharedCall<T>): void {
+    call.settled = true;
+    if (this.calls.get(call.key) === call) this.calls.delete(call.key);
+  }
+
+  private cancel<T>(call: SharedCall<T>, reason: unknown): void {
+    if (call.settled) return;
+    this.settle(call);
+    call.lazy.abort(reason);
+    // Under `cancel` every caller rejects with the reason now, whatever the work does next.
+    if (this.onAbort === 'cancel') call.reject(reason);
+    this.hooks.cancelled(call.key, reason);
+  }
+}
