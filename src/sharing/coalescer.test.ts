@@ -146,6 +146,65 @@ describe('Coalescer: callers that leave', () => {
   });
 });
 
+describe('Coalescer: callers with signals that stay', () => {
+  it('a caller with a signal gets the value, and its signal aborting afterwards changes nothing', async () => {
+    const cancelled: CancelledEvent[] = [];
+    const coalescer = new Coalescer({ onCancelled: (e) => cancelled.push(e) });
+    const { gate, contexts, fn } = held<string>();
+    const caller = new AbortController();
+    const call = coalescer.do('k', fn, { signal: caller.signal });
+    gate.resolve('value');
+    expect(await call).toBe('value');
+    caller.abort('too late');
+    expect(cancelled).toEqual([]);
+    expect(contexts[0]!.signal.aborted).toBe(false);
+  });
+
+  it('an abort that lands after the call settled but before its callers heard cancels nothing', async () => {
+    const cancelled: CancelledEvent[] = [];
+    const coalescer = new Coalescer({ onCancelled: (e) => cancelled.push(e) });
+    const { gate, contexts, fn } = held<string>();
+    const caller = new AbortController();
+    const call = settledWith(coalescer.do('k', fn, { signal: caller.signal }));
+    gate.resolve('value');
+    await null; // the call has settled; its callers hear of it on a later tick
+    caller.abort('just then');
+    await call;
+    expect(cancelled).toEqual([]);
+    expect(contexts[0]!.signal.aborted).toBe(false);
+  });
+
+  it('onShared and onCancelled subscribe on the instance; their disposers unsubscribe', async () => {
+    const coalescer = new Coalescer({ name: 'prices' });
+    const shared: SharedEvent[] = [];
+    const cancelled: CancelledEvent[] = [];
+    const unshare = coalescer.onShared((e) => shared.push(e));
+    const uncancel = coalescer.onCancelled((e) => cancelled.push(e));
+    expect(coalescer.name).toBe('prices');
+    const { fn } = held<string>();
+    const caller = new AbortController();
+    const calls = [
+      coalescer.do('k', fn, { signal: caller.signal }),
+      coalescer.do('k', fn, { signal: caller.signal }),
+    ].map(settledWith);
+    caller.abort('gone');
+    await Promise.all(calls);
+    expect(shared).toEqual([{ policy: 'prices', key: 'k', waiters: 2 }]);
+    expect(cancelled).toEqual([{ policy: 'prices', key: 'k', reason: 'gone' }]);
+    unshare();
+    uncancel();
+    const again = new AbortController();
+    const more = [
+      coalescer.do('j', fn, { signal: again.signal }),
+      coalescer.do('j', fn, { signal: again.signal }),
+    ].map(settledWith);
+    again.abort('gone');
+    await Promise.all(more);
+    expect(shared).toHaveLength(1);
+    expect(cancelled).toHaveLength(1);
+  });
+});
+
 describe('Coalescer: sharing', () => {
   it('a thousand concurrent callers of a cold key: the function runs once and every caller gets its value', async () => {
     const shared: SharedEvent[] = [];
@@ -250,7 +309,9 @@ describe('Coalescer: bad input', () => {
       /"keepRunningWhenAbandoned" to be a boolean/,
     );
     expect(() => new Coalescer({ name: '' })).toThrow(/"name"/);
-    expect(() => new Coalescer({ keepRunning: true } as never)).toThrow(/keepRunning/);
+    expect(() => new Coalescer({ keepRunning: true } as never)).toThrow(
+      'unknown option "keepRunning" in Coalescer options',
+    );
   });
 
   it('rejects a key that is not a string, a function that is not one, and bad call options', async () => {
@@ -258,7 +319,9 @@ describe('Coalescer: bad input', () => {
     await expect(coalescer.do(1 as never, () => 1)).rejects.toThrow(/"key" to be a string, got 1/);
     await expect(coalescer.do('k', 'fn' as never)).rejects.toThrow(/"fn" to be a function/);
     await expect(coalescer.do('k', () => 1, { signal: {} as never })).rejects.toThrow(/"signal"/);
-    await expect(coalescer.do('k', () => 1, { timeoutMs: 5 } as never)).rejects.toThrow(/timeoutMs/);
+    await expect(coalescer.do('k', () => 1, { timeoutMs: 5 } as never)).rejects.toThrow(
+      'unknown option "timeoutMs" in call options',
+    );
     expect(await coalescer.do('', () => 'empty keys are keys')).toBe('empty keys are keys');
     expect(coalescer.inFlight).toBe(0);
   });

@@ -40,7 +40,7 @@ export class Coalescer {
     const o = readCoalescerOptions(options);
     this.name = o.name;
     this.events = new SharingEvents(o.name, o);
-    this.calls = new SharedCalls('detach', o.keepRunningWhenAbandoned, this.events);
+    this.calls = new SharedCalls(this.events, { keepRunning: o.keepRunningWhenAbandoned });
   }
 
   /** How many calls are in flight. */

@@ -125,7 +125,9 @@ describe('dedup: bad input', () => {
     expect(() => dedup(action, undefined as never)).toThrow(/"key"/);
     expect(() => dedup(action, { key: 'id' as never })).toThrow(/"key" to be a function/);
     expect(() => dedup('action' as never, { key: (id: string) => id })).toThrow(/"action" to be a function/);
-    expect(() => dedup(action, { key: (id: string) => id, keys: 1 } as never)).toThrow(/keys/);
+    expect(() => dedup(action, { key: (id: string) => id, keys: 1 } as never)).toThrow(
+      /^unknown option "keys" in dedup options/,
+    );
   });
 
   it('a call whose key is not a string rejects with a TypeError and runs nothing', async () => {

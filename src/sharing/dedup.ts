@@ -55,7 +55,7 @@ export function dedup<I, T>(
   const o = readDedupOptions(options);
   const keyOf = o.key as (input: I) => string;
   const events = new SharingEvents(o.name, o);
-  const calls = new SharedCalls('cancel', false, events);
+  const calls = new SharedCalls(events, { cancelAll: true });
   const deduped = (input: I, callOptions?: SharedCallOptions): Promise<T> => {
     try {
       return calls.run(keyOf(input), (context) => action(input, context), readCallSignal(callOptions));

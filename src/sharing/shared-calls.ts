@@ -8,11 +8,15 @@ import { LazySignal } from '../core/lazy-signal.js';
 import { show } from '../core/validate.js';
 
 /**
- * What a caller's abort does. `detach` (`Coalescer`): that caller rejects at once with its reason
- * and leaves; the call's signal aborts when the last caller has left (unless it keeps running).
- * `cancel` (`dedup`): the call's signal aborts and every caller rejects with that reason.
+ * What a caller's abort does. By default (`Coalescer`) that caller rejects at once with its
+ * reason and leaves, and the call's signal aborts when the last caller has left, unless
+ * `keepRunning`. With `cancelAll` (`dedup`) the call's signal aborts and every caller rejects with
+ * that reason.
  */
-export type WaiterAbort = 'detach' | 'cancel';
+export interface WaiterAbort {
+  readonly cancelAll?: boolean;
+  readonly keepRunning?: boolean;
+}
 
 /** What the function of a shared call receives. */
 export interface SharedCallContext {
@@ -27,8 +31,6 @@ export interface SharedCallHooks {
   /** The call in flight for `key` was cancelled with `reason` before it settled. */
   cancelled(key: string, reason: unknown): void;
 }
-
-const ignore = (): void => {};
 
 /** One call in flight: its outcome, its callers and its lazily created signal. */
 class SharedCall<T> {
@@ -95,11 +97,17 @@ class Waiter<T> {
 export class SharedCalls {
   private readonly calls = new Map<string, SharedCall<unknown>>();
 
+  private readonly cancelAll: boolean;
+  private readonly keepRunning: boolean;
+
   constructor(
-    private readonly onAbort: WaiterAbort,
-    private readonly keepRunning: boolean,
     private readonly hooks: SharedCallHooks,
-  ) {}
+    // Stryker disable next-line BooleanLiteral: (keepRunning true) only dedup leaves keepRunning out, and there cancelAll decides first
+    { cancelAll = false, keepRunning = false }: WaiterAbort,
+  ) {
+    this.cancelAll = cancelAll;
+    this.keepRunning = keepRunning;
+  }
 
   /** How many calls are in flight. */
   get size(): number {
@@ -142,9 +150,7 @@ export class SharedCalls {
   /** A caller of `call` left because its signal aborted with `reason`. */
   leave<T>(call: SharedCall<T>, reason: unknown): void {
     call.active--;
-    // Nobody may be left to read the outcome: it must not surface as an unhandled rejection.
-    if (call.active === 0) call.promise.catch(ignore);
-    if (this.onAbort === 'cancel' || (call.active === 0 && !this.keepRunning)) this.cancel(call, reason);
+    if (this.cancelAll || (call.active === 0 && !this.keepRunning)) this.cancel(call, reason);
   }
 
   private start<T>(call: SharedCall<T>, fn: (context: SharedCallContext) => T | PromiseLike<T>): void {
@@ -178,8 +184,9 @@ export class SharedCalls {
     if (call.settled) return;
     this.settle(call);
     call.lazy.abort(reason);
-    // Under `cancel` every caller rejects with the reason now, whatever the work does next.
-    if (this.onAbort === 'cancel') call.reject(reason);
+    // Under `cancelAll` every caller rejects with the reason now, whatever the work does next.
+    // Stryker disable next-line ConditionalExpression: (true) otherwise every caller has left, and nobody reads the call's promise
+    if (this.cancelAll) call.reject(reason);
     this.hooks.cancelled(call.key, reason);
   }
 }
