@@ -175,7 +175,64 @@ describe('memoryLockStore details', () => {
   });
 });
 
+describe('memoryLockStore sweep edges', () => {
+  const leasesOf = (store: object) => (store as unknown as { leases: Map<string, unknown> }).leases;
+
+  it('sweeps a released entry once the clock passed its fence, though its old lease has not ended', async () => {
+    const clock = new FakeClock(1_000);
+    const store = memoryLockStore({ clock });
+    await store.acquire('released', 'a', 60_000);
+    await store.release('released', 'a'); // same µs as its fence: kept for now
+    await clock.advance(1);
+    for (let i = 1; i < 1_024; i++) await store.acquire(`k${i}`, 'a', 60_000); // the 1,024th sweeps
+    expect(leasesOf(store).has('released')).toBe(false);
+  });
+
+  it('sweeps a held lease whose end is exactly now', async () => {
+    const clock = new FakeClock(1_000);
+    const store = memoryLockStore({ clock });
+    await store.acquire('ending', 'a', 10);
+    await clock.advance(10); // its lease ends at this very ms
+    for (let i = 1; i < 1_024; i++) await store.acquire(`k${i}`, 'a', 60_000);
+    expect(leasesOf(store).has('ending')).toBe(false);
+  });
+
+  it('names itself in an unknown-option error', () => {
+    expect(() => memoryLockStore({ clok: 1 } as never)).toThrow(
+      /^unknown option "clok" in memoryLockStore options/,
+    );
+  });
+});
+
 describe('memoryFenceStore details', () => {
+  it('a third writer waits for the second even when the first settled in between', async () => {
+    const store = memoryFenceStore();
+    const events: string[] = [];
+    let finishSecond!: () => void;
+    const first = store.write('r', 1, () => {
+      events.push('first');
+    });
+    const second = store.write('r', 2, () => {
+      events.push('second starts');
+      return new Promise<void>((resolve) => {
+        finishSecond = () => {
+          events.push('second ends');
+          resolve();
+        };
+      });
+    });
+    await first;
+    await new Promise((resolve) => setImmediate(resolve)); // the first write's queue entry is settled
+    const third = store.write('r', 3, () => {
+      events.push('third');
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual(['first', 'second starts']);
+    finishSecond();
+    await Promise.all([second, third]);
+    expect(events).toEqual(['first', 'second starts', 'second ends', 'third']);
+  });
+
   it('a second writer does not start until the first one’s apply has settled', async () => {
     const store = memoryFenceStore();
     const events: string[] = [];
