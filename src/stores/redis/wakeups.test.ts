@@ -108,3 +108,40 @@ describe('RedisWakeups: one subscriber connection per store set', () => {
     expect(stores.lock.timeoutMs).toBe(100);
   });
 });
+
+describe('RedisWakeups: connections that are not ready, or lack a part', () => {
+  /** A subscriber that stays `connecting` until the test says it is ready. */
+  class SlowSubscriber extends FakeSubscriber {
+    override connect(): Promise<void> {
+      this.status = 'connecting';
+      return Promise.resolve();
+    }
+  }
+
+  it('channels watched while the connection is connecting are subscribed once each, when it is ready', async () => {
+    const subscriber = new SlowSubscriber();
+    const wakeups = new RedisWakeups({ duplicate: () => subscriber });
+    wakeups.watch('a', 'k', () => {});
+    wakeups.watch('b', 'k', () => {});
+    await turns();
+    expect(subscriber.subscribed).toEqual([]);
+    subscriber.status = 'ready';
+    subscriber.emit('ready');
+    expect(subscriber.subscribed).toEqual(['a', 'b']);
+  });
+
+  it('dropping a channel is safe with a subscriber that cannot unsubscribe, or with no subscriber at all', () => {
+    const bare = new FakeSubscriber();
+    Object.assign(bare, { unsubscribe: undefined });
+    const withoutUnsubscribe = new RedisWakeups({ duplicate: () => bare });
+    withoutUnsubscribe.watch('a', 'k', () => {});
+    withoutUnsubscribe.watch('b', 'k', () => {});
+    expect(() => withoutUnsubscribe.drop('a')).not.toThrow();
+    expect(bare.disconnected).toBe(false); // 'b' is still in use
+
+    const noSubscriber = new RedisWakeups({}); // a client without duplicate(): waiters poll
+    noSubscriber.watch('a', 'k', () => {});
+    noSubscriber.watch('b', 'k', () => {});
+    expect(() => noSubscriber.drop('a')).not.toThrow();
+  });
+});
