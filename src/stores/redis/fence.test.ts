@@ -82,14 +82,20 @@ describe('RedisFenceStore.read and highest', () => {
     ]);
   });
 
-  it.each([[null], ['x'], [['1']], [['1', null]], [[null, 'v']], [['1.5', 'v']], [['1', 'v', 'w']]])(
-    'a malformed read reply %j is a StoreUnavailableError',
-    async (reply) => {
-      const error = await failure(fake(reply).store.read('r'));
-      expect(isStoreUnavailableError(error)).toBe(true);
-      expect((error.cause as Error).message).toMatch(/^unexpected read script reply: /);
-    },
-  );
+  it.each([
+    [null],
+    ['x'],
+    [['1']],
+    [['1', null]],
+    [[null, 'v']],
+    [[null, null, 'v']],
+    [['1.5', 'v']],
+    [['1', 'v', 'w']],
+  ])('a malformed read reply %j is a StoreUnavailableError', async (reply) => {
+    const error = await failure(fake(reply).store.read('r'));
+    expect(isStoreUnavailableError(error)).toBe(true);
+    expect((error.cause as Error).message).toMatch(/^unexpected read script reply: /);
+  });
 
   it.each([[1], ['-1'], ['x'], [['1']], ['9007199254740992']])(
     'a malformed highest reply %j is a StoreUnavailableError',
