@@ -23,8 +23,8 @@
 
 /**
  * `acquire`: KEYS[1] the lock, KEYS[2] its fence key, ARGV[1] the owner, ARGV[2] the lease in ms.
- * Reply 0 (held: nothing changed) or `{fence as decimal text, expiresAt in epoch ms}` on the
- * server's clock. A lock key of another type, or a fence key holding no number, is an error reply:
+ * Reply 0 (held: nothing changed) or `'<fence>:<expiresAt>'`, both in decimal (`expiresAt` in epoch
+ * ms on the server's clock): one bulk string, cheaper for the client to read than an array. A lock key of another type, or a fence key holding no number, is an error reply:
  * a failure, never reported as a held or free key (the `GET` after a refused `SET NX` raises
  * `WRONGTYPE`; a bad fence key gives the just-taken lease back first). Uncontended, four commands:
  * `SET NX PX`, `TIME`, `GET` and `SET` of the fence.
@@ -47,7 +47,7 @@ if last then
 end
 local text = string.format('%.0f', fence)
 redis.call('SET', KEYS[2], text)
-return {text, sec * 1000 + math.floor(usec / 1000) + tonumber(ARGV[2])}
+return text .. ':' .. string.format('%.0f', sec * 1000 + math.floor(usec / 1000) + tonumber(ARGV[2]))
 `;
 
 /** The check every owner operation starts with: the lease is live and held by ARGV[1]. */

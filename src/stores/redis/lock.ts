@@ -6,7 +6,7 @@ import { redisKey } from './keys.js';
 import { acquireScript, releaseScript, renewScript } from './lock-scripts.js';
 import { RedisScript } from './script.js';
 import { ScriptRunner, type ScriptRunnerClient } from './script-runner.js';
-import { replySafeInteger } from './values.js';
+import { replySafeInteger, replyText } from './values.js';
 import { RedisWakeups, type WakeupClient } from './wakeups.js';
 
 const acquireLua = new RedisScript(acquireScript);
@@ -153,12 +153,13 @@ export class RedisLockStore implements LockStore {
   }
 }
 
-/** The acquire script's `{fence, expiresAt}` as a lease, or undefined if malformed. */
+/** The acquire script's `'<fence>:<expiresAt>'` as a lease, or undefined if malformed. */
 function toLease(reply: unknown): AcquiredLease | undefined {
-  if (!Array.isArray(reply) || reply.length !== 2) return undefined;
-  const fence = replySafeInteger(reply[0]);
-  const expiresAt: unknown = reply[1];
-  // Number.isFinite is false for anything that is not a number.
-  if (fence === undefined || fence < 1 || !Number.isFinite(expiresAt)) return undefined;
-  return { fence, expiresAt: expiresAt as number };
+  const text = replyText(reply);
+  if (text === undefined) return undefined;
+  const colon = text.indexOf(':');
+  const fence = replySafeInteger(text.slice(0, colon));
+  const expiresAt = replySafeInteger(text.slice(colon + 1));
+  if (fence === undefined || fence < 1 || expiresAt === undefined) return undefined;
+  return { fence, expiresAt };
 }
