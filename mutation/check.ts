@@ -5,7 +5,10 @@
  * with their line and replacement; exits non-zero when any survive.
  */
 import { basename } from 'node:path';
+import { usePrivateRedis } from './private-redis.js';
 import { runTargeted } from './targeted.js';
+
+await usePrivateRedis();
 
 const [source, ...tests] = process.argv.slice(2);
 if (source === undefined || tests.length === 0) {

@@ -9,6 +9,9 @@
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { usePrivateRedis } from './private-redis.js';
+
+await usePrivateRedis();
 
 const committed = 'mutation/stryker-incremental.json';
 const partialFile = 'mutation/.partial-incremental.json';

@@ -16,7 +16,10 @@
  * `npm run mutate:static -- src/core` limits it to the folders named.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { usePrivateRedis } from './private-redis.js';
 import { type Mutant, type Report, runTargeted } from './targeted.js';
+
+await usePrivateRedis();
 
 const committed = 'mutation/stryker-incremental.json';
 const STATIC_REASON = 'Static mutant (and "ignoreStatic" was enabled)';

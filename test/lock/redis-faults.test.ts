@@ -13,7 +13,7 @@ import { isLockLostError, isStaleFenceError } from '../../src/lock/errors.js';
 import { distributedLock } from '../../src/lock/lock.js';
 import { redisStores } from '../../src/stores/redis/index.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
-import { freePort } from '../support/private-redis.js';
+import { freePort } from '../support/free-port.js';
 import { useRedis } from '../support/services.js';
 import { until } from '../support/until.js';
 

@@ -4,9 +4,9 @@
  * disk and is killed after the file.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll } from 'vitest';
+import { freePort } from './free-port.js';
 
 /** A running private redis-server. */
 export interface PrivateRedis {
@@ -14,16 +14,6 @@ export interface PrivateRedis {
   readonly url: string;
   /** A new client of it (disconnected after the file). */
   client(): Redis;
-}
-
-/** A TCP port nobody listens on right now. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no TCP port was assigned');
-  return address.port;
 }
 
 /**
