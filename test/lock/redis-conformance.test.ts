@@ -186,45 +186,100 @@ redis.describe('lock and fence stores on real Redis', () => {
     expect(await redis.admin().pttl(key)).toBeLessThanOrEqual(5_000);
   });
 
-  it('a corrupted key is a StoreUnavailableError, never a held or free lock', async () => {
+  it('a corrupted key is a StoreUnavailableError, never a held or free lock, and the just-taken lease is given back', async () => {
     const { lock, fence } = redisStores(redis.client(), { prefix: redis.prefix });
-    await redis.admin().hset(lock.keyOf('hash'), 'x', '1');
+    const admin = redis.admin();
+    await admin.hset(lock.keyOf('hash'), 'x', '1');
     await expect(lock.acquire('hash', 'a', 1_000)).rejects.toSatisfy(isStoreUnavailableError);
     await expect(lock.renew('hash', 'a', 1_000)).rejects.toSatisfy(isStoreUnavailableError);
-    await redis.admin().set(`${lock.keyOf('junk')}:fence`, 'not a number');
+    await expect(lock.release('hash', 'a')).rejects.toSatisfy(isStoreUnavailableError);
+    // A fence key holding no number: the lease taken is given back and the key keeps its value.
+    await admin.set(`${lock.keyOf('junk')}:fence`, 'not a number');
     await expect(lock.acquire('junk', 'a', 1_000)).rejects.toSatisfy(isStoreUnavailableError);
-    expect(await redis.admin().exists(lock.keyOf('junk'))).toBe(0);
-    await redis.admin().set(fence.keyOf('r'), 'a string');
+    expect(await admin.exists(lock.keyOf('junk'))).toBe(0);
+    expect(await admin.get(`${lock.keyOf('junk')}:fence`)).toBe('not a number');
+    // A fence key of another type: the same.
+    await admin.sadd(`${lock.keyOf('set')}:fence`, 'x');
+    await expect(lock.acquire('set', 'a', 1_000)).rejects.toSatisfy(isStoreUnavailableError);
+    expect(await admin.exists(lock.keyOf('set'))).toBe(0);
+    expect(await admin.smembers(`${lock.keyOf('set')}:fence`)).toEqual(['x']);
+    await admin.set(fence.keyOf('r'), 'a string');
     await expect(fence.write('r', 1, 'v')).rejects.toSatisfy(isStoreUnavailableError);
     await expect(fence.read('r')).rejects.toSatisfy(isStoreUnavailableError);
   });
 
-  it('watch wakes on a release made through another client; one subscriber serves the lock and idempotency stores', async () => {
+  it('a release publishes only when a waiter marked the lease: by watching it, or by a refused acquire while watching', async () => {
+    const { client, duplicates } = countedClient(redis.client());
+    const watching = redisStores(client, { prefix: redis.prefix });
+    const other = redisStores(redis.client(), { prefix: redis.prefix });
+    const listener = redis.client();
+    const published: string[] = [];
+    listener.on('message', (_channel: string, message: string) => published.push(message));
+    await listener.subscribe(watching.lock.channel);
+    const woken: string[] = [];
+
+    // Nobody waits: nothing is published.
+    leaseOf(await other.lock.acquire('k', 'a', 5_000));
+    expect(await other.lock.release('k', 'a')).toBe(true);
+
+    // Watching a held key marks its lease: the owner still renews and releases it, and the release
+    // wakes the watcher. The mark is the owner followed by one byte 0xFF.
+    leaseOf(await other.lock.acquire('k', 'b', 5_000));
+    const unwatch = watching.lock.watch('k', () => woken.push('k'));
+    watching.lock.watch('unrelated', () => woken.push('unrelated'));
+    expect(duplicates).toHaveLength(1);
+    await expect
+      .poll(() => redis.admin().getBuffer(watching.lock.keyOf('k')))
+      .toEqual(Buffer.concat([Buffer.from('b'), Buffer.from([0xff])]));
+    expect(await other.lock.acquire('k', 'c', 5_000)).toBeUndefined();
+    expect(await other.lock.renew('k', 'b', 5_000)).toBe(true);
+    expect(await other.lock.release('k', 'c')).toBe(false); // refused: publishes nothing
+    expect(await other.lock.renew('k', 'b\u00ff', 5_000)).toBe(false); // an owner that looks like the mark
+    await sleep(100); // the subscription is in place
+    expect(await other.lock.release('k', 'b')).toBe(true);
+    await expect.poll(() => woken).toEqual(['k']);
+
+    // A lease taken after the watch began: this process's refused acquire marks it.
+    leaseOf(await other.lock.acquire('k', 'd', 5_000));
+    expect(await watching.lock.acquire('k', 'w', 5_000)).toBeUndefined();
+    expect(await other.lock.release('k', 'd')).toBe(true);
+    await expect.poll(() => woken).toEqual(['k', 'k']);
+
+    // A refused acquire from a process that does not watch the key marks nothing.
+    leaseOf(await other.lock.acquire('k', 'e', 5_000));
+    expect(await other.lock.acquire('k', 'x', 5_000)).toBeUndefined();
+    expect(await redis.admin().get(watching.lock.keyOf('k'))).toBe('e');
+    expect(await other.lock.release('k', 'e')).toBe(true);
+
+    unwatch();
+    unwatch(); // idempotent
+    leaseOf(await other.lock.acquire('k', 'f', 5_000));
+    expect(await watching.lock.acquire('k', 'w', 5_000)).toBeUndefined(); // no longer watched: no mark
+    expect(await other.lock.release('k', 'f')).toBe(true);
+    await sleep(100);
+    expect(woken).toEqual(['k', 'k']);
+    expect(published).toEqual([watching.lock.keyOf('k'), watching.lock.keyOf('k')]);
+    await watching.close();
+    await expect.poll(() => duplicates[0]!.status).toBe('end');
+  });
+
+  it('one subscriber serves the lock and idempotency stores', async () => {
     const { client, duplicates } = countedClient(redis.client());
     const watching = redisStores(client, { prefix: redis.prefix });
     const other = redisStores(redis.client(), { prefix: redis.prefix });
     const woken: string[] = [];
-    const unwatch = watching.lock.watch('k', () => woken.push('lock k'));
-    watching.lock.watch('unrelated', () => woken.push('lock unrelated'));
+    leaseOf(await other.lock.acquire('k', 'a', 5_000));
+    watching.lock.watch('k', () => woken.push('lock k'));
     watching.idempotency.watch('k', () => woken.push('idem k'));
     expect(duplicates).toHaveLength(1);
     await sleep(100); // the subscriptions are in place
-    leaseOf(await other.lock.acquire('k', 'a', 5_000));
-    expect(await other.lock.release('k', 'b')).toBe(false); // refused: publishes nothing
     expect(await other.lock.release('k', 'a')).toBe(true);
     await expect.poll(() => woken).toEqual(['lock k']);
     const claim = await other.idempotency.claim('k', 'fp', 5_000);
     if (claim.status !== 'claimed') throw new Error('expected a claim');
     await other.idempotency.release('k', claim.token);
     await expect.poll(() => woken).toEqual(['lock k', 'idem k']);
-    unwatch();
-    unwatch(); // idempotent
-    leaseOf(await other.lock.acquire('k', 'a', 5_000));
-    await other.lock.release('k', 'a');
-    await sleep(100);
-    expect(woken).toEqual(['lock k', 'idem k']);
     await watching.close();
-    await expect.poll(() => duplicates[0]!.status).toBe('end');
   });
 
   it('bad input rejects with a TypeError before any call', async () => {

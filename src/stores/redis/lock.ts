@@ -3,7 +3,7 @@ import { leaseMs } from '../../lock/memory-store.js';
 import type { AcquiredLease, LockStore } from '../../lock/store.js';
 import type { StoreDeadline } from './deadline.js';
 import { redisKey } from './keys.js';
-import { acquireScript, releaseScript, renewScript } from './lock-scripts.js';
+import { acquireScript, markScript, releaseScript, renewScript } from './lock-scripts.js';
 import { RedisScript } from './script.js';
 import { ScriptRunner, type ScriptRunnerClient } from './script-runner.js';
 import { replySafeInteger, replyText } from './values.js';
@@ -12,6 +12,8 @@ import { RedisWakeups, type WakeupClient } from './wakeups.js';
 const acquireLua = new RedisScript(acquireScript);
 const renewLua = new RedisScript(renewScript);
 const releaseLua = new RedisScript(releaseScript);
+const markLua = new RedisScript(markScript);
+const noop = (): void => {};
 
 /** A client the lock store can use: runs scripts, reports its status, can be duplicated. */
 export interface LockRedisClient extends ScriptRunnerClient, WakeupClient {}
@@ -26,6 +28,8 @@ export interface LockRedisClient extends ScriptRunnerClient, WakeupClient {}
  * - **Atomicity.** One Lua script per operation, one round trip each (`EVALSHA`, reloaded on
  *   `NOSCRIPT`): `acquire` takes a missing (free or expired) key only; `renew` (`PEXPIRE`) and
  *   `release` (`DEL`) compare the owner first, so a stale owner never touches a successor's lease.
+ *   Uncontended, a cycle is two round trips and five commands inside Redis (`SET NX PX`, `TIME`,
+ *   `SET … GET` of the fence; `GET` and `DEL`).
  * - **Fences** are `max(last fence + 1, Redis TIME in µs)`, so they keep increasing even after
  *   Redis lost the fence key (a flush, a failover that lost the last write): see
  *   `lock-scripts.ts`. The fence keys are never deleted: one small key per lock key ever used.
@@ -37,8 +41,10 @@ export interface LockRedisClient extends ScriptRunnerClient, WakeupClient {}
  *   still run on the server: a late `acquire` holds the key for one lease under an owner who never
  *   learns of it, like a crashed holder.
  *
- * `release` publishes the key on `<prefix>lock:wake` in the same script; {@link watch} listens on
- * the store set's one subscriber connection.
+ * `release` publishes the lock's Redis key on `<prefix>lock:wake` in the same script, but only when
+ * a waiter marked the lease (see `lock-scripts.ts`): {@link watch} marks it and listens on the
+ * store set's one subscriber connection, and while this process watches a key each refused
+ * `acquire` of it marks the lease it found. A lock nobody waits for publishes nothing.
  *
  * A key beginning with `}` makes an empty hash tag, and Redis Cluster then hashes each of the two
  * keys whole: on a Cluster such a key fails (`CROSSSLOT`, a `StoreUnavailableError`), on a single
@@ -53,7 +59,7 @@ export interface LockRedisClient extends ScriptRunnerClient, WakeupClient {}
 export class RedisLockStore implements LockStore {
   /** The store set's deadline of one call, in ms (a lock's `ttlMs` must be at least 3 × this). */
   readonly timeoutMs: number;
-  /** The channel `release` publishes the user's key on: `<prefix>lock:wake`. */
+  /** The channel `release` publishes an awaited lock's Redis key on: `<prefix>lock:wake`. */
   readonly channel: string;
   private readonly head: string;
   private readonly scripts: ScriptRunner;
@@ -91,11 +97,14 @@ export class RedisLockStore implements LockStore {
       2,
       () => {
         const lock = this.keyOf(key);
-        return [lock, `${lock}:fence`, storeKey('owner', owner), leaseMs('ttlMs', ttlMs)];
+        const sent = [lock, `${lock}:fence`, storeKey('owner', owner), leaseMs('ttlMs', ttlMs)];
+        // A waiter of this process retries: the lease it is refused by is marked as awaited.
+        if (this.wakeups.watching(this.channel, lock)) sent.push(1);
+        return sent;
       },
       (reply) => {
         if (reply === 0) return undefined;
-        const lease = toLease(reply);
+        const lease = toLease(reply, ttlMs);
         if (lease === undefined) throw this.scripts.unexpected('acquire', reply);
         return lease;
       },
@@ -115,15 +124,14 @@ export class RedisLockStore implements LockStore {
   }
 
   /**
-   * Deletes the lease if `owner` holds it, and publishes the key on {@link channel}, in one script.
-   * The fence key stays. See `LockStore.release`.
+   * Deletes the lease if `owner` holds it, and, if a waiter marked it, publishes its Redis key on
+   * {@link channel}, in one script. The fence key stays. See `LockStore.release`.
    */
   release(key: string, owner: string): Promise<boolean> {
     return this.scripts.owned('release', releaseLua, () => [
       this.keyOf(key),
       storeKey('owner', owner),
       this.channel,
-      key,
     ]);
   }
 
@@ -133,14 +141,25 @@ export class RedisLockStore implements LockStore {
    * key or `wake`, a client without `duplicate()`, or a closed store gives a watch that never
    * wakes, and a throwing `wake` is ignored.
    *
-   * The first watch of the store set (this store's or the idempotency store's) opens its one
-   * subscriber connection, `client.duplicate()`, which subscribes to `<prefix>lock:wake`; its socket
-   * is unref'd, so it never keeps the process alive on its own. A notification is a hint: one
-   * published while the subscriber is down or reconnecting is lost, and `distributedLock` polls as
-   * well.
+   * Marks the key's live lease as awaited (one script, not awaited: a failure only leaves the
+   * waiter to poll), so that its release publishes; a lease taken later is marked by this
+   * process's next refused `acquire` of the key. The first watch of the store set (this store's or
+   * the idempotency store's) opens its one subscriber connection, `client.duplicate()`, which
+   * subscribes to `<prefix>lock:wake`; its socket is unref'd, so it never keeps the process alive
+   * on its own. A notification is a hint: one published while the subscriber is down or
+   * reconnecting is lost, and `distributedLock` polls as well.
    */
   watch(key: string, wake: () => void): () => void {
-    return this.wakeups.watch(this.channel, key, wake);
+    let lock: string;
+    try {
+      lock = this.keyOf(key);
+    } catch {
+      return noop;
+    }
+    const unwatch = this.wakeups.watch(this.channel, lock, wake);
+    if (this.wakeups.watching(this.channel, lock))
+      this.scripts.run(markLua, 1, () => [lock], noop).catch(noop);
+    return unwatch;
   }
 
   /**
@@ -153,13 +172,21 @@ export class RedisLockStore implements LockStore {
   }
 }
 
-/** The acquire script's `'<fence>:<expiresAt>'` as a lease, or undefined if malformed. */
-function toLease(reply: unknown): AcquiredLease | undefined {
+/**
+ * The acquire script's `'<fence>:<sec>:<µs>'` as a lease ending `ttlMs` after that server time, or
+ * undefined if malformed.
+ */
+function toLease(reply: unknown, ttlMs: number): AcquiredLease | undefined {
   const text = replyText(reply);
   if (text === undefined) return undefined;
-  const colon = text.indexOf(':');
-  const fence = replySafeInteger(text.slice(0, colon));
-  const expiresAt = replySafeInteger(text.slice(colon + 1));
-  if (fence === undefined || fence < 1 || expiresAt === undefined) return undefined;
-  return { fence, expiresAt };
+  const first = text.indexOf(':');
+  const second = text.indexOf(':', first + 1);
+  if (first < 0 || second < 0) return undefined;
+  const fence = replySafeInteger(text.slice(0, first));
+  const sec = replySafeInteger(text.slice(first + 1, second));
+  const micros = replySafeInteger(text.slice(second + 1));
+  if (fence === undefined || fence < 1 || sec === undefined || micros === undefined || micros >= 1e6)
+    return undefined;
+  const expiresAt = sec * 1_000 + Math.floor(micros / 1_000) + ttlMs;
+  return Number.isSafeInteger(expiresAt) ? { fence, expiresAt } : undefined;
 }

@@ -35,7 +35,7 @@ describe('RedisWakeups: one subscriber connection per store set', () => {
     // (SUBSCRIBE of a subscribed channel is a no-op: a watch between the status turning ready and
     // the 'ready' event may send one twice)
     expect([...new Set(subscriber.subscribed)].sort()).toEqual(['p:idem:wake', 'p:lock:wake']);
-    subscriber.emit('message', 'p:lock:wake', 'k');
+    subscriber.emit('message', 'p:lock:wake', 'p:lock:{k}'); // the lock publishes its Redis key
     expect(woken).toEqual(['lock k']);
     subscriber.emit('message', 'p:idem:wake', 'k');
     subscriber.emit('message', 'p:elsewhere', 'k');
@@ -71,11 +71,11 @@ describe('RedisWakeups: one subscriber connection per store set', () => {
     stores.lock.close();
     expect(subscriber.unsubscribed).toEqual(['p:lock:wake']);
     expect(subscriber.disconnected).toBe(false);
-    subscriber.emit('message', 'p:lock:wake', 'k');
+    subscriber.emit('message', 'p:lock:wake', 'p:lock:{k}');
     subscriber.emit('message', 'p:idem:wake', 'k');
     expect([lockWoken, idemWoken]).toEqual([0, 1]);
     stores.lock.watch('k', () => lockWoken++); // a closed store's watch never wakes
-    subscriber.emit('message', 'p:lock:wake', 'k');
+    subscriber.emit('message', 'p:lock:wake', 'p:lock:{k}');
     expect(lockWoken).toBe(0);
     stores.idempotency.close();
     expect(subscriber.disconnected).toBe(true);

@@ -2,8 +2,9 @@
  * Wake-ups over Redis pub/sub for every store of one store set: one subscriber connection
  * (`client.duplicate()`, since a subscribed connection cannot send commands), subscribed to each
  * store's channel (`<prefix>idem:wake`, `<prefix>lock:wake`), on which the store's scripts
- * `PUBLISH` the user's key. Watchers are kept per channel and key, so one connection serves every
- * store, and a message wakes only the watchers of its channel and key.
+ * `PUBLISH` a key (the idempotency store the user's key, the lock store its Redis key). Watchers are
+ * kept per channel and key, so one connection serves every store, and a message wakes only the
+ * watchers of its channel and key.
  */
 
 import { KeyedWakers } from '../../core/keyed-wakers.js';
@@ -77,6 +78,11 @@ export class RedisWakeups {
       // No subscriber (e.g. duplicate() threw): waiters poll.
     }
     return unwatch;
+  }
+
+  /** Whether a watcher of this process waits for `key` on `channel`. */
+  watching(channel: string, key: string): boolean {
+    return this.channels.get(channel)?.has(key) === true;
   }
 
   /**
