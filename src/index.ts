@@ -52,6 +52,23 @@ export type {
   ConcurrencyLimitRejection,
   MapConcurrentOptions,
 } from './admission/options.js';
+export { type LoadContext, type ReadThroughCache, readThroughCache } from './cache/cache.js';
+export { type MemoryLayerOptions, memoryLayer } from './cache/memory-store.js';
+export {
+  type CacheGetOptions,
+  type CacheSerializer,
+  type CacheSetOptions,
+  jsonSerializer,
+  type LayerErrorEvent,
+  type ReadThroughCacheOptions,
+} from './cache/options.js';
+export type {
+  CacheLayer,
+  LocalCacheEntry,
+  LocalCacheLayer,
+  RemoteCacheEntry,
+  RemoteCacheLayer,
+} from './cache/store.js';
 export {
   type CircuitBreakerPolicy,
   circuitBreaker,

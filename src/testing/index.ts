@@ -2,6 +2,7 @@
  * `bulwark/testing`: deterministic time and randomness for tests of code that uses bulwark.
  */
 
+export { type CacheLayerFixture, cacheLayerConformance } from './cache-layer-conformance.js';
 export type { ConformanceRunner } from './conformance-runner.js';
 export { FakeClock } from './fake-clock.js';
 export {
