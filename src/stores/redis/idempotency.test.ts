@@ -233,9 +233,9 @@ describe('RedisIdempotencyStore subscriber connection', () => {
   it('an unwatched key leaves no entry behind, and unwatching twice is harmless', () => {
     const { store } = fake();
     const unwatch = store.watch('k', () => {});
-    const channels = (store as unknown as { wakeups: { channels: Map<string, KeyedWakers> } }).wakeups
-      .channels;
-    const watchers = channels.get('p:idem:wake')!;
+    const channels = (store as unknown as { wakeups: { channels: Map<string, { wakers: KeyedWakers }> } })
+      .wakeups.channels;
+    const watchers = channels.get('p:idem:wake')!.wakers;
     expect(watchers.size).toBe(1);
     unwatch();
     expect(watchers.size).toBe(0);

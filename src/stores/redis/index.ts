@@ -6,6 +6,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { isClock, optionKeys, optionsObject, positive, show } from '../../core/validate.js';
+import { type CacheRedisClient, RedisCacheLayer } from './cache-layer.js';
 import { DEFAULT_STORE_TIMEOUT_MS, StoreDeadline } from './deadline.js';
 import { type FenceRedisClient, RedisFenceStore } from './fence.js';
 import { type IdempotencyRedisClient, RedisIdempotencyStore } from './idempotency.js';
@@ -13,6 +14,7 @@ import { type LockRedisClient, RedisLockStore } from './lock.js';
 import { type RateLimitRedisClient, RedisRateLimitStore } from './rate-limit.js';
 import { RedisWakeups, type WakeupClient } from './wakeups.js';
 
+export type { RedisCacheLayer } from './cache-layer.js';
 export type { FencedValue, RedisFenceStore } from './fence.js';
 export type { RedisIdempotencyStore } from './idempotency.js';
 export type { RedisLockStore } from './lock.js';
@@ -57,10 +59,17 @@ export interface RedisStores {
    */
   readonly fence: RedisFenceStore;
   /**
+   * The remote cache layer (L2) of a read-through cache: pass it in `readThroughCache({ layers })`
+   * after the memory layer. Entries, namespace versions and load claims live on `client` (one round
+   * trip per call); its `subscribe` shares the store set's one subscriber connection with the
+   * idempotency and lock stores' `watch`.
+   */
+  readonly cacheLayer: RedisCacheLayer;
+  /**
    * Closes the connections these stores opened themselves (the one subscriber connection of the
-   * idempotency and lock stores' `watch`, if any), never `client`: disconnect that yourself. The
-   * stores' calls go on working on `client`; watches made after `close()` never wake. Idempotent;
-   * resolves once closed.
+   * idempotency and lock stores' `watch` and the cache layer's `subscribe`, if any), never `client`:
+   * disconnect that yourself. The stores' calls go on working on `client`; watches and
+   * subscriptions made after `close()` are never called. Idempotent; resolves once closed.
    */
   close(): Promise<void>;
 }
@@ -82,6 +91,7 @@ export interface RedisStores {
  * const payments = idempotency({ store: stores.idempotency, leaseMs: 10_000, ttlMs: 86_400_000 });
  * const locks = distributedLock({ store: stores.lock });
  * await locks.withLock('account:42', ({ fence }) => stores.fence.write('account:42', fence, '100'));
+ * const cache = readThroughCache({ layers: [memoryLayer({ maxEntries: 10_000 }), stores.cacheLayer], ttlMs: 60_000 });
  * // at shutdown, before client.disconnect():
  * await stores.close();
  */
@@ -103,12 +113,14 @@ export function redisStores(client: Redis | Cluster, options?: RedisStoresOption
   const clock = o.clock === undefined ? systemClock : isClock<Clock>('clock', o.clock);
   const deadline = new StoreDeadline(clock, timeoutMs, 'Redis');
   const redis = client as unknown as RateLimitRedisClient;
-  // One subscriber connection for every store's watch, opened by the first watch.
+  // One subscriber connection for every store's watch and the cache layer's subscribe, opened by
+  // the first of them.
   const wakeups = new RedisWakeups(client as unknown as WakeupClient);
   let rateLimit: RedisRateLimitStore | undefined;
   let idempotency: RedisIdempotencyStore | undefined;
   let lock: RedisLockStore | undefined;
   let fence: RedisFenceStore | undefined;
+  let cacheLayer: RedisCacheLayer | undefined;
   return {
     get rateLimit() {
       rateLimit ??= new RedisRateLimitStore(redis, prefix, deadline);
@@ -130,6 +142,10 @@ export function redisStores(client: Redis | Cluster, options?: RedisStoresOption
     get fence() {
       fence ??= new RedisFenceStore(client as unknown as FenceRedisClient, prefix, deadline);
       return fence;
+    },
+    get cacheLayer() {
+      cacheLayer ??= new RedisCacheLayer(client as unknown as CacheRedisClient, prefix, deadline, wakeups);
+      return cacheLayer;
     },
     close() {
       wakeups.close();

@@ -6,6 +6,7 @@
  * with a `TypeError` instead. Redis itself takes keys up to 512 MB; no store adds a lower limit.
  */
 import { storeKey } from '../../core/validate.js';
+import { text } from './values.js';
 
 /**
  * The Redis key of `key` under `head` (`<prefix><pattern>:<name>:{`). Throws a `TypeError` naming
@@ -14,4 +15,13 @@ import { storeKey } from '../../core/validate.js';
  */
 export function redisKey(head: string, key: string, name = 'key'): string {
   return `${head}${storeKey(name, key)}}`;
+}
+
+/**
+ * The Redis key of `key` under `head` for a store whose keys may be empty (the cache layer's: a
+ * cache may use `''`, which gives the empty hash tag `{}`, fine for a call on one key). Throws a
+ * `TypeError` naming `name` for a key that is not a string or not well-formed UTF-16.
+ */
+export function redisAnyKey(head: string, key: string, name = 'key'): string {
+  return `${head}${text(name, key)}}`;
 }

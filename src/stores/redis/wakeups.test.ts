@@ -145,3 +145,195 @@ describe('RedisWakeups: connections that are not ready, or lack a part', () => {
     expect(() => noSubscriber.drop('a')).not.toThrow();
   });
 });
+
+describe('RedisWakeups.listen: every message of a channel, and a reset after each reconnect', () => {
+  /** Wake-ups on a fake client, and a recorder of what a listener hears. */
+  function listening() {
+    const { client: fake, subscribers } = client();
+    const wakeups = new RedisWakeups(fake);
+    const heard: string[] = [];
+    const listener = (name: string) =>
+      [(message: string) => heard.push(`${name}: ${message}`), () => heard.push(`${name}: reset`)] as const;
+    return { wakeups, subscribers, heard, listener };
+  }
+
+  it('hears every message of its channel, whatever it holds, and nothing of other channels', async () => {
+    const { wakeups, subscribers, heard, listener } = listening();
+    wakeups.listen('bus', ...listener('a'));
+    await turns();
+    const subscriber = subscribers[0]!;
+    expect(subscriber.subscribed).toEqual(['bus']);
+    subscriber.emit('message', 'bus', 'set k');
+    subscriber.emit('message', 'bus', '');
+    subscriber.emit('message', 'elsewhere', 'set k');
+    expect(heard).toEqual(['a: set k', 'a: ']);
+  });
+
+  it('watchers and listeners share one channel on one connection: a message wakes its key’s watchers and every listener', async () => {
+    const { wakeups, subscribers, heard, listener } = listening();
+    wakeups.watch('ch', 'k', () => heard.push('watcher k'));
+    wakeups.listen('ch', ...listener('a'));
+    wakeups.listen('other', ...listener('b'));
+    wakeups.watch('other', 'j', () => heard.push('watcher j'));
+    expect(subscribers).toHaveLength(1);
+    await turns();
+    const subscriber = subscribers[0]!;
+    expect([...new Set(subscriber.subscribed)].sort()).toEqual(['ch', 'other']);
+    subscriber.emit('message', 'ch', 'k');
+    subscriber.emit('message', 'ch', 'j');
+    subscriber.emit('message', 'other', 'j');
+    expect(heard).toEqual(['watcher k', 'a: k', 'a: j', 'watcher j', 'b: j']);
+    expect(wakeups.watching('ch', 'k')).toBe(true);
+    expect(wakeups.watching('ch', 'j')).toBe(false);
+  });
+
+  it('a channel first listened to once the connection is ready is subscribed at once, and only once', async () => {
+    const { wakeups, subscribers, listener } = listening();
+    wakeups.watch('a', 'k', () => {});
+    await turns();
+    const subscriber = subscribers[0]!;
+    wakeups.listen('a', ...listener('1')); // already subscribed for the watcher
+    wakeups.listen('b', ...listener('2'));
+    wakeups.listen('b', ...listener('3'));
+    expect(subscriber.subscribed).toEqual(['a', 'b']);
+  });
+
+  it('every ready subscribes the channels of both kinds; only a ready after an earlier one resets, once the channel is subscribed again', async () => {
+    const { wakeups, subscribers, heard, listener } = listening();
+    wakeups.listen('bus', ...listener('a'));
+    wakeups.listen('bus', ...listener('b'));
+    wakeups.watch('wake', 'k', () => {});
+    await turns();
+    const subscriber = subscribers[0]!;
+    expect(heard).toEqual([]); // the first ready is no reconnect
+    const pending = new Map<string, () => void>();
+    subscriber.subscribe = (channel: string) => {
+      subscriber.subscribed.push(channel);
+      return new Promise((resolve) => pending.set(channel, () => resolve(1)));
+    };
+    const before = subscriber.subscribed.length;
+    subscriber.emit('ready'); // a reconnect
+    expect(subscriber.subscribed.slice(before)).toEqual(['bus', 'wake']);
+    await turns();
+    expect(heard).toEqual([]); // not before the channel is subscribed again
+    pending.get('wake')!(); // another channel back: not this one's listeners
+    await turns();
+    expect(heard).toEqual([]);
+    pending.get('bus')!();
+    await turns();
+    expect(heard).toEqual(['a: reset', 'b: reset']);
+  });
+
+  it('a failed resubscription resets nobody; neither does a reset after close() or drop()', async () => {
+    const { wakeups, subscribers, heard, listener } = listening();
+    wakeups.listen('bus', ...listener('a'));
+    await turns();
+    const subscriber = subscribers[0]!;
+    subscriber.subscribe = () => Promise.reject(new Error('Connection is closed.'));
+    subscriber.emit('ready');
+    await turns();
+    expect(heard).toEqual([]);
+
+    const later = listening();
+    later.wakeups.listen('bus', ...later.listener('a'));
+    await turns();
+    later.subscribers[0]!.emit('ready');
+    later.wakeups.drop('bus');
+    await turns();
+    expect(later.heard).toEqual([]);
+
+    const closed = listening();
+    closed.wakeups.listen('bus', ...closed.listener('a'));
+    await turns();
+    closed.subscribers[0]!.emit('ready');
+    closed.wakeups.close();
+    await turns();
+    expect(closed.heard).toEqual([]);
+  });
+
+  it('a throwing listener is ignored: the others still hear, and the watchers still wake', async () => {
+    const { wakeups, subscribers, heard, listener } = listening();
+    const boom = () => {
+      throw new Error('boom');
+    };
+    wakeups.listen('bus', boom, boom);
+    wakeups.listen('bus', ...listener('a'));
+    wakeups.watch('bus', 'm', () => heard.push('watcher m'));
+    await turns();
+    const subscriber = subscribers[0]!;
+    expect(() => subscriber.emit('message', 'bus', 'm')).not.toThrow();
+    subscriber.emit('ready');
+    await turns();
+    expect(heard).toEqual(['watcher m', 'a: m', 'a: reset']);
+  });
+
+  it('unsubscribing is idempotent and removes only its own registration; the channel stays subscribed', async () => {
+    const { wakeups, subscribers, heard, listener } = listening();
+    const [onMessage, onReset] = listener('a');
+    const first = wakeups.listen('bus', onMessage, onReset);
+    wakeups.listen('bus', onMessage, onReset); // the same functions again: a registration of its own
+    await turns();
+    const subscriber = subscribers[0]!;
+    subscriber.emit('message', 'bus', 'one');
+    first();
+    first();
+    subscriber.emit('message', 'bus', 'two');
+    expect(heard).toEqual(['a: one', 'a: one', 'a: two']);
+    expect(subscriber.unsubscribed).toEqual([]);
+    expect(subscriber.disconnected).toBe(false);
+  });
+
+  it('a listener added during a message is not called for it; one removed during it is not either', async () => {
+    const { wakeups, subscribers, heard } = listening();
+    let second: (() => void) | undefined;
+    wakeups.listen(
+      'bus',
+      (message) => {
+        heard.push(`first: ${message}`);
+        second?.();
+        wakeups.listen('bus', (m) => heard.push(`added: ${m}`), noop);
+      },
+      noop,
+    );
+    second = wakeups.listen('bus', (message) => heard.push(`second: ${message}`), noop);
+    await turns();
+    subscribers[0]!.emit('message', 'bus', 'm');
+    // Called from a copy: the second was in the copy, the added one was not.
+    expect(heard).toEqual(['first: m', 'second: m']);
+  });
+
+  it('drop() forgets a channel’s listeners and watchers; the last channel in use disconnects', async () => {
+    const { wakeups, subscribers, heard, listener } = listening();
+    wakeups.listen('bus', ...listener('a'));
+    wakeups.listen('other', ...listener('b'));
+    await turns();
+    const subscriber = subscribers[0]!;
+    wakeups.drop('bus');
+    expect(subscriber.unsubscribed).toEqual(['bus']);
+    expect(wakeups.listen('bus', ...listener('late'))).toBeTypeOf('function');
+    subscriber.emit('message', 'bus', 'm');
+    subscriber.emit('message', 'other', 'm');
+    expect(heard).toEqual(['b: m']);
+    wakeups.drop('other');
+    expect(subscriber.disconnected).toBe(true);
+  });
+
+  it('bad listeners, a client without duplicate(), or closed wake-ups give a registration never called', () => {
+    const { wakeups, subscribers } = listening();
+    expect(wakeups.listen('bus', 'x' as never, noop)).toBeTypeOf('function');
+    expect(wakeups.listen('bus', noop, null as never)).toBeTypeOf('function');
+    expect(subscribers).toHaveLength(0);
+    expect(new RedisWakeups({}).listen('bus', noop, noop)).toBeTypeOf('function');
+    const throwing = new RedisWakeups({
+      duplicate: () => {
+        throw new Error('no');
+      },
+    });
+    expect(() => throwing.listen('bus', noop, noop)()).not.toThrow();
+    wakeups.close();
+    wakeups.listen('bus', noop, noop);
+    expect(subscribers).toHaveLength(0);
+  });
+});
+
+const noop = (): void => {};

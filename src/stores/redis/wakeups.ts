@@ -1,10 +1,12 @@
 /**
  * Wake-ups over Redis pub/sub for every store of one store set: one subscriber connection
  * (`client.duplicate()`, since a subscribed connection cannot send commands), subscribed to each
- * store's channel (`<prefix>idem:wake`, `<prefix>lock:wake`), on which the store's scripts
- * `PUBLISH` a key (the idempotency store the user's key, the lock store its Redis key). Watchers are
- * kept per channel and key, so one connection serves every store, and a message wakes only the
- * watchers of its channel and key.
+ * store's channel (`<prefix>idem:wake`, `<prefix>lock:wake`, `<prefix>cache:bus`). A channel has two
+ * kinds of users, on the same connection: *watchers* of a key ({@link RedisWakeups.watch}: the
+ * idempotency and lock stores' scripts `PUBLISH` a key, the idempotency store the user's key, the
+ * lock store its Redis key; a message wakes only the watchers of its channel and key), and
+ * *listeners* of the whole channel ({@link RedisWakeups.listen}: the cache layer, which hears every
+ * message, and is told when messages may have been lost).
  */
 
 import { KeyedWakers } from '../../core/keyed-wakers.js';
@@ -32,24 +34,48 @@ export interface WakeupClient {
 
 const noop = (): void => {};
 
+/** One {@link RedisWakeups.listen} registration (an object of its own, however often a function is passed). */
+interface Listener {
+  readonly onMessage: (message: string) => void;
+  readonly onReset: () => void;
+}
+
+/** The users of one channel: watchers by key, and listeners of every message. */
+class ChannelUsers {
+  readonly wakers = new KeyedWakers();
+  readonly listeners = new Set<Listener>();
+}
+
+/** Calls `call` on each of `listeners`, from a copy (a listener may unsubscribe); throws are ignored. */
+function callEach(listeners: ReadonlySet<Listener>, call: (listener: Listener) => void): void {
+  for (const listener of [...listeners]) {
+    try {
+      call(listener);
+    } catch {
+      // A listener's failure is its own: it must not stop the others, nor the connection's events.
+    }
+  }
+}
+
 /** Unrefs a connection's socket, so that it never keeps the process alive on its own. */
 function unref(connection: Socket | undefined): void {
   connection?.stream?.unref?.();
 }
 
 /**
- * The subscriber connection of one store set and the watchers of every channel on it. Opened by
- * the first {@link watch}; its socket is unref'd, so it never keeps the process alive on its own
- * (while it reconnects, ioredis's retry timer does: `close()` the store set at shutdown). It
- * subscribes again after each reconnect. A notification is a hint: one published while the
- * subscriber is down or reconnecting is lost, so callers poll as well. On Redis Cluster, `PUBLISH`
- * is broadcast to every node, which costs cluster-bus traffic but is correct wherever the
- * subscriber is connected.
+ * The subscriber connection of one store set and the users of every channel on it. Opened by
+ * the first {@link watch} or {@link listen}; its socket is unref'd, so it never keeps the process
+ * alive on its own (while it reconnects, ioredis's retry timer does: `close()` the store set at
+ * shutdown). It subscribes every channel in use again after each reconnect, and then tells that
+ * channel's listeners (`onReset`). A message is a hint: one published while the subscriber is down
+ * or reconnecting is lost, so watchers poll as well, and listeners hear of the gap. On Redis
+ * Cluster, `PUBLISH` is broadcast to every node, which costs cluster-bus traffic but is correct
+ * wherever the subscriber is connected.
  */
 export class RedisWakeups {
-  /** Watchers by channel, then by the user's key. A channel stays while it is in use. */
-  private readonly channels = new Map<string, KeyedWakers>();
-  /** Channels whose store was closed: their watches never wake again. */
+  /** The users of each channel. A channel stays (subscribed) while its store is open. */
+  private readonly channels = new Map<string, ChannelUsers>();
+  /** Channels whose store was closed: their watches never wake, their listeners are never called. */
   private readonly dropped = new Set<string>();
   private subscriber: Subscriber | undefined;
   private closed = false;
@@ -65,30 +91,40 @@ export class RedisWakeups {
   watch(channel: string, key: string, wake: () => void): () => void {
     if (this.closed || this.dropped.has(channel)) return noop;
     if (typeof key !== 'string' || key === '' || typeof wake !== 'function') return noop;
-    let wakers = this.channels.get(channel);
-    const fresh = wakers === undefined;
-    if (wakers === undefined) {
-      wakers = new KeyedWakers();
-      this.channels.set(channel, wakers);
-    }
-    const unwatch = wakers.add(key, wake);
-    try {
-      this.listen(channel, fresh);
-    } catch {
-      // No subscriber (e.g. duplicate() threw): waiters poll.
-    }
-    return unwatch;
+    return this.use(channel).wakers.add(key, wake);
+  }
+
+  /**
+   * Calls `onMessage` (later, never synchronously) with every message published on `channel`,
+   * whatever it holds, and `onReset` each time the subscriber connection is ready again after it
+   * had been ready before (a reconnect: messages published meanwhile were lost), once `channel` is
+   * subscribed again, so a message published after `onReset` is heard. Returns the unsubscribe
+   * function (idempotent); the channel itself stays subscribed until {@link drop} (a store's
+   * `close()`) or {@link close}. Each call is a registration of its own (the same functions
+   * passed twice are called twice). Never throws: a listener that is not a function, a client
+   * without `duplicate()`, a dropped channel or closed wake-ups give a registration that is never
+   * called, and a throwing listener is ignored. A channel may have watchers and listeners at once.
+   */
+  listen(channel: string, onMessage: (message: string) => void, onReset: () => void): () => void {
+    if (this.closed || this.dropped.has(channel)) return noop;
+    if (typeof onMessage !== 'function' || typeof onReset !== 'function') return noop;
+    const { listeners } = this.use(channel);
+    const listener: Listener = { onMessage, onReset };
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+    };
   }
 
   /** Whether a watcher of this process waits for `key` on `channel`. */
   watching(channel: string, key: string): boolean {
-    return this.channels.get(channel)?.has(key) === true;
+    return this.channels.get(channel)?.wakers.has(key) === true;
   }
 
   /**
-   * Drops `channel` for good (its store was closed): its watchers are forgotten and later watches
-   * on it never wake. The subscriber connection is disconnected when no other channel is in use,
-   * and otherwise unsubscribes from `channel`.
+   * Drops `channel` for good (its store was closed): its watchers and listeners are forgotten,
+   * and later watches and listens on it are never called. The subscriber connection is
+   * disconnected when no other channel is in use, and otherwise unsubscribes from `channel`.
    */
   drop(channel: string): void {
     this.dropped.add(channel);
@@ -98,43 +134,66 @@ export class RedisWakeups {
     else subscriber?.unsubscribe?.(channel).catch(noop);
   }
 
-  /** Disconnects the subscriber and drops every channel; later watches never wake. Idempotent. */
+  /** Disconnects the subscriber and drops every channel; later users are never called. Idempotent. */
   close(): void {
     this.closed = true;
     this.channels.clear();
     this.disconnect();
   }
 
+  /** The users of `channel`, a new channel subscribed (the connection opened) on first use. */
+  private use(channel: string): ChannelUsers {
+    let users = this.channels.get(channel);
+    if (users !== undefined) return users;
+    users = new ChannelUsers();
+    this.channels.set(channel, users);
+    try {
+      this.open(channel);
+    } catch {
+      // No subscriber (e.g. duplicate() threw): watchers poll, listeners hear nothing.
+    }
+    return users;
+  }
+
   /** Opens the subscriber connection, once; subscribes a channel added after it was ready. */
-  private listen(channel: string, fresh: boolean): void {
+  private open(channel: string): void {
     const open = this.subscriber;
     if (open !== undefined) {
       // Before 'ready', the 'ready' listener subscribes every channel in use, this one included.
-      if (fresh && open.status === 'ready') this.subscribe(open, channel);
+      if (open.status === 'ready') this.subscribe(open, channel, false);
       return;
     }
-    // Stryker disable next-line ConditionalExpression: without duplicate() the call below throws, and watch catches that alike
+    // Stryker disable next-line ConditionalExpression: without duplicate() the call below throws, and use() catches that alike
     if (typeof this.client.duplicate !== 'function') return;
     const subscriber = this.client.duplicate() as Subscriber;
     this.subscriber = subscriber;
+    let readyBefore = false;
     subscriber.on('error', noop);
     subscriber.on('message', (from: string, message: string) => this.dispatch(from, message));
     subscriber.on('connect', () => unref(subscriber));
     // A Cluster: each node connection, and the one it subscribes on (ioredis's own, private).
     subscriber.on('+node', (node: Subscriber) => node.on('connect', () => unref(node)));
     // Subscribed on every ready (after each reconnect too): an earlier SUBSCRIBE may have failed
-    // (offline queue off, retries exhausted); SUBSCRIBE of a subscribed channel is a no-op.
+    // (offline queue off, retries exhausted); SUBSCRIBE of a subscribed channel is a no-op. A ready
+    // after an earlier one is a reconnect: listeners are reset once their channel is back.
     subscriber.on('ready', () => {
       unref(subscriber);
-      for (const name of this.channels.keys()) this.subscribe(subscriber, name);
+      const reconnected = readyBefore;
+      readyBefore = true;
+      for (const name of this.channels.keys()) this.subscribe(subscriber, name, reconnected);
     });
     if (subscriber.status === 'wait') subscriber.connect().catch(noop);
   }
 
-  private subscribe(subscriber: Subscriber, channel: string): void {
+  /** Subscribes `channel`; once subscribed, resets its listeners if `reset` (after a reconnect). */
+  private subscribe(subscriber: Subscriber, channel: string, reset: boolean): void {
     subscriber.subscribe(channel).then(() => {
       const inner = (subscriber as { subscriber?: { getInstance?(): Socket } }).subscriber;
       unref(inner?.getInstance?.());
+      // Not after close() or drop(): the connection or the channel is no longer this one's.
+      if (!reset || this.subscriber !== subscriber) return;
+      const users = this.channels.get(channel);
+      if (users !== undefined) callEach(users.listeners, (listener) => listener.onReset());
     }, noop);
   }
 
@@ -144,7 +203,10 @@ export class RedisWakeups {
     subscriber?.disconnect();
   }
 
-  private dispatch(channel: string, key: string): void {
-    this.channels.get(channel)?.wake(key);
+  private dispatch(channel: string, message: string): void {
+    const users = this.channels.get(channel);
+    if (users === undefined) return;
+    users.wakers.wake(message);
+    if (users.listeners.size > 0) callEach(users.listeners, (listener) => listener.onMessage(message));
   }
 }
