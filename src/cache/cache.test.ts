@@ -384,6 +384,62 @@ describe('readThroughCache: keeping every process’s L1 in step', () => {
     expect(loader.calls).toBe(4);
   });
 
+  it('a clear elsewhere while a version read is in flight: that read serves its own call, the next access reads the version again', async () => {
+    const { clock, make } = world();
+    const a = make();
+    const b = make();
+    const release = b.l2.holdReply('version');
+    const reading = b.cache.get('k', () => 'loaded by b');
+    await clock.advance(0);
+    expect(b.l2.calls.version).toBe(1); // read 0 on the server; b hears of it only on release
+    await a.cache.clear(); // version 1
+    await a.cache.set('k', 'set by a'); // under version 1
+    await clock.advance(0); // b hears of both
+    release();
+    expect(await reading).toBe('loaded by b'); // under version 0, as it began
+    expect(await b.cache.get('k', () => 'loader')).toBe('set by a'); // version 0 was not kept
+    expect(b.l2.calls.version).toBe(2);
+    expect(await b.cache.get('other', () => 'loaded')).toBe('loaded');
+    expect(b.l2.calls.version).toBe(2); // version 1 was kept
+  });
+
+  it('a reset while a version read is in flight: that read is not kept either', async () => {
+    const { clock, make } = world();
+    const a = make();
+    const b = make();
+    const release = b.l2.holdReply('version');
+    const reading = b.cache.get('k', () => 'loaded by b');
+    await clock.advance(0);
+    const restore = b.l2.breakSubscription();
+    await a.cache.clear(); // b never hears of it
+    await a.cache.set('k', 'set by a');
+    await clock.advance(0);
+    restore(); // messages may have been lost: b forgets its version
+    release();
+    expect(await reading).toBe('loaded by b');
+    expect(await b.cache.get('k', () => 'loader')).toBe('set by a');
+    expect(b.l2.calls.version).toBe(2);
+  });
+
+  it('a clear of this namespace keeps its new version, unless another process cleared it meanwhile', async () => {
+    const { clock, make } = world();
+    const a = make();
+    const b = make();
+    await b.cache.clear(); // version 1, kept: no version read
+    await b.cache.set('k', 'v1');
+    expect(b.l2.calls.version).toBeUndefined();
+    const release = b.l2.holdReply('bumpVersion');
+    const clearing = b.cache.clear(); // version 2 on the server; b hears of it only on release
+    await clock.advance(0);
+    await a.cache.clear(); // version 3
+    await a.cache.set('k', 'set by a');
+    await clock.advance(0);
+    release();
+    await clearing;
+    expect(await b.cache.get('k', () => 'loader')).toBe('set by a'); // version 2 was not kept
+    expect(b.l2.calls.version).toBe(1);
+  });
+
   it('close() stops listening: later messages no longer reach this instance', async () => {
     const { clock, make } = world();
     const a = make();

@@ -24,8 +24,8 @@ export interface RemoteHit {
 export interface RemoteEvents {
   /** Another process set or deleted `key` (of this cache's namespace). */
   key(key: string): void;
-  /** This cache's namespace was cleared, now at `version`. */
-  version(version: number): void;
+  /** Another process cleared this cache's namespace (its version is read again on the next L2 access). */
+  version(): void;
   /** Messages may have been lost (the subscription came back after a break). */
   reset(): void;
 }
@@ -42,8 +42,15 @@ export class RemoteTier {
   private readonly breaker: CircuitBreakerPolicy;
   /** This cache's id in its messages: its own messages are not news to it. */
   private readonly origin = randomUUID();
+  /** The namespace's version as last known; undefined: read it (one `GET`) on the next L2 access. */
   private version: number | undefined;
+  /** The read of the version in flight, shared by the L2 accesses that wait for it. */
   private versionRead: Promise<number> | undefined;
+  /**
+   * Counts the times the version was forgotten (another process's clear, a reset): a read or bump
+   * begun before may have seen an older version than a read begun after, so it does not store it.
+   */
+  private generation = 0;
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -61,7 +68,7 @@ export class RemoteTier {
     this.unsubscribe = layer.subscribe(
       (message) => this.receive(message, events),
       () => {
-        this.version = undefined;
+        this.forgetVersion();
         events.reset();
       },
     );
@@ -96,12 +103,17 @@ export class RemoteTier {
     await this.call('delete', key, (k) => this.layer.delete(k, this.message('k', key)), true);
   }
 
-  /** Clears `namespace`: bumps its version and tells the other processes; rejects when L2 fails. */
+  /**
+   * Clears `namespace`: bumps its version and tells the other processes (`<origin> v <namespace>`:
+   * they read the version again); rejects when L2 fails. The new version of this cache's own
+   * namespace is kept, unless another process cleared it meanwhile (then it is read again).
+   */
   async clear(namespace: string): Promise<void> {
+    const generation = this.generation;
     const version = await this.guard('clear', namespace, () =>
-      this.layer.bumpVersion(namespace, (v) => [this.origin, 'v', namespace, String(v)].join(SEP)),
+      this.layer.bumpVersion(namespace, [this.origin, 'v', namespace].join(SEP)),
     );
-    if (namespace === this.o.namespace && version !== undefined) this.version = version;
+    if (namespace === this.o.namespace && version !== undefined) this.keepVersion(version, generation);
   }
 
   /** Claims `key`'s load for the fleet; true when claimed or when L2 cannot tell (load anyway). */
@@ -154,20 +166,43 @@ export class RemoteTier {
     return `${this.o.namespace}${SEP}${version}${SEP}${key}`;
   }
 
+  /**
+   * Reads the version (one read in flight at a time). A read that ends after the version was
+   * forgotten answers what it read to the accesses that waited for it, but keeps nothing: a later
+   * read (begun after the forgetting) may see a newer version.
+   */
   private readVersion(): Promise<number> {
-    this.versionRead ??= this.layer.version(this.o.namespace).then(
+    if (this.versionRead !== undefined) return this.versionRead;
+    const generation = this.generation;
+    this.versionRead = this.layer.version(this.o.namespace).then(
       (version) => {
-        this.versionRead = undefined;
-        // A clear seen meanwhile may already have set a newer one.
-        this.version = Math.max(version, this.version ?? 0);
-        return this.version;
+        if (this.generation === generation) this.versionRead = undefined;
+        return this.keepVersion(version, generation);
       },
       (error: unknown) => {
-        this.versionRead = undefined;
+        if (this.generation === generation) this.versionRead = undefined;
         throw error;
       },
     );
     return this.versionRead;
+  }
+
+  /**
+   * Keeps `version`, read or bumped in `generation`, unless the version was forgotten since; within
+   * one generation versions only grow (a clear of this cache may have kept a newer one than a read
+   * begun before it). Returns the version to use.
+   */
+  private keepVersion(version: number, generation: number): number {
+    if (this.generation !== generation) return version;
+    this.version = Math.max(version, this.version ?? 0);
+    return this.version;
+  }
+
+  /** Forgets the version: the next L2 access reads it again, and reads in flight keep nothing. */
+  private forgetVersion(): void {
+    this.generation++;
+    this.version = undefined;
+    this.versionRead = undefined;
   }
 
   private message(type: 'k', key: string): string {
@@ -177,13 +212,10 @@ export class RemoteTier {
   private receive(message: string, events: RemoteEvents): void {
     const [origin, type, namespace] = message.split(SEP, 3);
     if (origin === this.origin || namespace !== this.o.namespace) return;
-    const rest = message.slice(origin!.length + type!.length + namespace.length + 3);
-    if (type === 'k') events.key(rest);
+    if (type === 'k') events.key(message.slice(origin!.length + type.length + namespace.length + 3));
     else if (type === 'v') {
-      const version = Number(rest);
-      if (!Number.isSafeInteger(version)) return;
-      this.version = Math.max(version, this.version ?? 0);
-      events.version(version);
+      this.forgetVersion();
+      events.version();
     }
   }
 

@@ -74,8 +74,8 @@ export interface RemoteCacheLayer {
   delete(key: string, message?: string): Promise<void>;
   /** The current version of `namespace` (0 until its first bump). */
   version(namespace: string): Promise<number>;
-  /** Increments the version of `namespace` and resolves the new one; publishes `message(version)`. */
-  bumpVersion(namespace: string, message: (version: number) => string): Promise<number>;
+  /** Increments the version of `namespace` and resolves the new one; with `message`, publishes it in the same step. */
+  bumpVersion(namespace: string, message?: string): Promise<number>;
   /**
    * Claims the load of `key` for `owner` for `ttlMs` (fleet-wide stampede protection): true when
    * nobody else holds a live claim. A claim ends at `ttlMs` or when its owner releases it.

@@ -72,7 +72,7 @@ redis.describe('the cache layer on real Redis', () => {
     expect(read!.remainingMs).toBeGreaterThan(7_000);
     expect(read!.remainingMs).toBeLessThanOrEqual(8_000);
 
-    expect(await layer.bumpVersion('tenant:7', (v) => `clear ${v}`)).toBe(1);
+    expect(await layer.bumpVersion('tenant:7', 'clear tenant:7')).toBe(1);
     const version = `${redis.prefix}cache-version:{tenant:7}`;
     expect(layer.versionKeyOf('tenant:7')).toBe(version);
     expect(await admin.get(version)).toBe('1');
@@ -104,7 +104,7 @@ redis.describe('the cache layer on real Redis', () => {
     await layer.set('}', 'brace', 5_000, 0);
     expect((await layer.get(''))?.payload).toBe('empty');
     expect((await layer.get('}'))?.payload).toBe('brace');
-    expect(await layer.bumpVersion('', String)).toBe(1);
+    expect(await layer.bumpVersion('')).toBe(1);
     expect(await layer.version('')).toBe(1);
     expect(await redis.keys()).toEqual(
       [`${redis.prefix}cache-version:{}`, `${redis.prefix}cache:{}`, `${redis.prefix}cache:{}}`].sort(),
@@ -121,8 +121,8 @@ redis.describe('the cache layer on real Redis', () => {
     await layer.delete('k', 'delete k');
     await layer.delete('k');
     expect(await layer.version('ns')).toBe(0);
-    expect(await layer.bumpVersion('ns', (v) => `v${v}`)).toBe(1);
-    expect(await layer.bumpVersion('ns', (v) => `v${v}`)).toBe(2);
+    expect(await layer.bumpVersion('ns', 'bumped')).toBe(1);
+    expect(await layer.bumpVersion('ns')).toBe(2);
     expect(await layer.version('ns')).toBe(2);
     expect(await layer.claimLoad('k', 'a', 5_000)).toBe(true);
     expect(await layer.claimLoad('k', 'b', 5_000)).toBe(false);
@@ -146,17 +146,36 @@ redis.describe('the cache layer on real Redis', () => {
     ]);
   });
 
-  it('bumpVersion publishes the message of the new version, built on the server', async () => {
+  it('bumpVersion publishes its message as given, and nothing without one', async () => {
     const { cacheLayer: layer } = redisStores(redis.client(), { prefix: redis.prefix });
     const listener = redis.client();
     const heard: string[] = [];
     listener.on('message', (_channel: string, message: string) => heard.push(message));
     await listener.subscribe(layer.channel);
     await redis.admin().set(layer.versionKeyOf('big'), String(Number.MAX_SAFE_INTEGER - 1));
-    const message = (v: number) => JSON.stringify({ ns: 'big', v, note: '😀 at 987654321987' });
+    const message = JSON.stringify({ ns: 'big', note: '😀 at 987654321987\u0000' });
     expect(await layer.bumpVersion('big', message)).toBe(Number.MAX_SAFE_INTEGER);
-    expect(await layer.bumpVersion('other', () => 'clear other')).toBe(1);
-    await expect.poll(() => heard).toEqual([message(Number.MAX_SAFE_INTEGER), 'clear other']);
+    expect(await layer.bumpVersion('quiet')).toBe(1);
+    expect(await layer.bumpVersion('quiet')).toBe(2);
+    expect(await layer.bumpVersion('other', '')).toBe(1);
+    await layer.delete('k', 'last'); // every earlier message has arrived once this one has
+    await expect.poll(() => heard).toEqual([message, '', 'last']);
+  });
+
+  it('a bump with a bad message is a TypeError: nothing sent, the version unchanged', async () => {
+    const { client, calls } = recorded(redis.client());
+    const { cacheLayer: layer } = redisStores(client, { prefix: redis.prefix });
+    const listener = redis.client();
+    const heard: string[] = [];
+    listener.on('message', (_channel: string, message: string) => heard.push(message));
+    await listener.subscribe(layer.channel);
+    await expect(layer.bumpVersion('ns', 'v\uD800')).rejects.toThrow(TypeError);
+    await expect(layer.bumpVersion('ns', 7 as never)).rejects.toThrow(/"message" to be a string/);
+    await expect(layer.bumpVersion('ns', String as never)).rejects.toThrow(/"message" to be a string/);
+    expect(calls).toEqual([]);
+    await layer.delete('k', 'last');
+    await expect.poll(() => heard).toEqual(['last']);
+    expect(await layer.version('ns')).toBe(0);
   });
 
   it('a corrupted or foreign key is a StoreUnavailableError, never a hit, a miss or a version', async () => {
@@ -178,7 +197,7 @@ redis.describe('the cache layer on real Redis', () => {
     await unavailable(layer.get('hash'), 'a hash'); // WRONGTYPE
     await admin.set(layer.versionKeyOf('ns'), 'not a number');
     await unavailable(layer.version('ns'), 'a version holding no number');
-    await unavailable(layer.bumpVersion('ns', String), 'a bump of a version holding no number');
+    await unavailable(layer.bumpVersion('ns', 'm'), 'a bump of a version holding no number');
     expect(await admin.get(layer.versionKeyOf('ns'))).toBe('not a number');
     await admin.sadd(layer.claimKeyOf('set'), 'x');
     await unavailable(layer.releaseLoad('set', 'a'), 'a release of a claim of another type');
@@ -211,9 +230,9 @@ redis.describe('the cache layer on real Redis', () => {
     await sleep(100); // the subscriptions are in place
     await a.cacheLayer.set('k', 'v', 5_000, 0, 'set by a');
     await b.cacheLayer.delete('k', 'deleted by b');
-    await b.cacheLayer.bumpVersion('ns', (v) => `bumped by b to ${v}`);
+    await b.cacheLayer.bumpVersion('ns', 'bumped by b');
     await a.cacheLayer.set('quiet', 'v', 5_000, 0);
-    const expected = ['set by a', 'deleted by b', 'bumped by b to 1'];
+    const expected = ['set by a', 'deleted by b', 'bumped by b'];
     await expect.poll(() => heard.filter((m) => m.startsWith('a '))).toEqual(expected.map((m) => `a ${m}`));
     await expect.poll(() => heard.filter((m) => m.startsWith('b '))).toEqual(expected.map((m) => `b ${m}`));
     await sleep(50);
@@ -256,11 +275,11 @@ redis.describe('the cache layer on real Redis', () => {
   it('SCRIPT FLUSH mid-run (a server of our own): NOSCRIPT reloads the scripts and the calls succeed', async () => {
     const { cacheLayer: layer } = redisStores(own!.client(), { prefix: 'noscript:' });
     await layer.set('k', 'v', 5_000, 0);
-    await layer.bumpVersion('ns', String);
+    await layer.bumpVersion('ns', 'm');
     await own!.client().script('FLUSH');
     expect((await layer.get('k'))?.payload).toBe('v');
     await layer.set('k', 'w', 5_000, 0);
-    expect(await layer.bumpVersion('ns', String)).toBe(2);
+    expect(await layer.bumpVersion('ns')).toBe(2);
     expect((await layer.get('k'))?.payload).toBe('w');
   });
 

@@ -2,7 +2,8 @@
  * A remote cache layer in memory, on a `FakeClock`: the contract of `cache/store.ts` (it passes
  * `cacheLayerConformance`), for unit tests of the cache's own logic with time under control. Many
  * caches may share one `FakeRemote` (as processes share one Redis); each `layer()` is a client of
- * it, which can be made to fail or hang, and whose subscription can be broken and restored.
+ * it, which can be made to fail or hang, have a reply held back, and whose subscription can be
+ * broken and restored.
  */
 import type { RemoteCacheEntry, RemoteCacheLayer } from '../../src/cache/store.js';
 import { StoreUnavailableError } from '../../src/core/errors.js';
@@ -22,6 +23,11 @@ export interface FakeRemoteLayer extends RemoteCacheLayer {
   readonly calls: Record<string, number>;
   /** Breaks the subscription (messages published meanwhile are lost), then restores it (reset). */
   breakSubscription(): () => void;
+  /**
+   * Holds back the reply of the next `operation` call: it runs on the server at once (so it sees
+   * the state of then), but its caller hears of it only once the returned function is called.
+   */
+  holdReply(operation: string): () => void;
 }
 
 /** The shared server of fake remote layers. */
@@ -38,6 +44,7 @@ export class FakeRemote {
     const server = this;
     const clock = this.clock;
     const mine = new Set<{ live: boolean; onMessage: (m: string) => void; onReset: () => void }>();
+    const held = new Map<string, Promise<void>>();
     const layer: FakeRemoteLayer = {
       kind: 'remote',
       timeoutMs: 100,
@@ -65,7 +72,7 @@ export class FakeRemote {
         run('bumpVersion', () => {
           const version = (server.versions.get(namespace) ?? 0) + 1;
           server.versions.set(namespace, version);
-          server.publish(message(version));
+          if (message !== undefined) server.publish(message);
           return version;
         }),
       claimLoad: (key, owner, ttlMs) =>
@@ -97,17 +104,28 @@ export class FakeRemote {
           }
         };
       },
+      holdReply(operation) {
+        let release!: () => void;
+        held.set(operation, new Promise<void>((resolve) => (release = resolve)));
+        return release;
+      },
     };
     function run<T>(operation: string, body: () => T): Promise<T> {
       layer.calls[operation] = (layer.calls[operation] ?? 0) + 1;
       if (layer.mode === 'hang') return new Promise(() => {});
       if (layer.mode === 'fail')
         return Promise.reject(new StoreUnavailableError('fake remote layer is down'));
+      let answer: () => Promise<T>;
       try {
-        return Promise.resolve(body());
+        const value = body();
+        answer = () => Promise.resolve(value);
       } catch (error) {
-        return Promise.reject(error);
+        answer = () => Promise.reject(error);
       }
+      const hold = held.get(operation);
+      if (hold === undefined) return answer();
+      held.delete(operation);
+      return hold.then(answer);
     }
     return layer;
   }

@@ -1,7 +1,6 @@
 import type { RemoteCacheEntry, RemoteCacheLayer } from '../../cache/store.js';
 import type { StoreUnavailableError } from '../../core/errors.js';
 import { show, storeKey } from '../../core/validate.js';
-import { messageTemplate } from './cache-message.js';
 import { bumpScript, deleteScript, getScript, releaseLoadScript, setScript } from './cache-scripts.js';
 import type { StoreDeadline } from './deadline.js';
 import { redisAnyKey } from './keys.js';
@@ -172,19 +171,18 @@ export class RedisCacheLayer implements RemoteCacheLayer {
   }
 
   /**
-   * `INCR`s the version of `namespace` and publishes `message(version)` on {@link channel}, in one
-   * script; resolves the new version. The message is built on the server from what `message`
-   * writes, so `message` is called before the call with two stand-in versions (large numbers) and
-   * must treat the version as text: write `String(version)` exactly once and not depend on it
-   * otherwise (`` (v) => `clear ${ns} ${v}` ``), or not use it at all (then its text is published
-   * as is). A `message` that does otherwise, is not a function or writes no well-formed string is
-   * a `TypeError`, and one that throws rejects with its error, nothing sent.
+   * `INCR`s the version of `namespace` and publishes `message` (when given) on {@link channel}, in
+   * one script; resolves the new version. `message` is published as given: a `TypeError` for one
+   * that is not a well-formed string, nothing sent.
    */
-  bumpVersion(namespace: string, message: (version: number) => string): Promise<number> {
+  bumpVersion(namespace: string, message?: string): Promise<number> {
     return this.scripts.run(
       bumpLua,
       1,
-      () => [this.versionKeyOf(namespace), this.channel, ...messageTemplate(message)],
+      () => {
+        const key = this.versionKeyOf(namespace);
+        return message === undefined ? [key] : [key, this.channel, text('message', message)];
+      },
       (reply) => {
         const version = replySafeInteger(reply);
         if (typeof reply !== 'number' || version === undefined || version < 1)

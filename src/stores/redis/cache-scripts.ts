@@ -16,8 +16,9 @@
  * the write they announce, so a subscriber never hears of a write that did not happen, and a
  * write is never left unannounced by a failure between two calls.
  *
- * Lua numbers are doubles: a `PTTL` or a version is formatted with `%.0f` (Lua's `tostring` would
- * give `1e+15`), exact up to 2^53.
+ * Lua numbers are doubles: the `PTTL` inside `get`'s reply is formatted with `%.0f` (Lua's
+ * `tostring` would give `1e+15`), exact up to 2^53; `bumpVersion` returns its version as a number,
+ * which Redis replies as an integer.
  */
 
 /**
@@ -54,15 +55,13 @@ return 1
 `;
 
 /**
- * `bumpVersion`: KEYS[1] the namespace's version, ARGV[1] the channel, ARGV[2] the message before
- * the version's digits, ARGV[3] (absent for a message that does not name the version) the message
- * after them. `INCR`s the version and publishes `ARGV[2] .. version .. ARGV[3]` (or `ARGV[2]`
- * alone). Reply the new version, an integer. A version key holding no integer is an error reply.
+ * `bumpVersion`: KEYS[1] the namespace's version, and, only with a message, ARGV[1] the channel
+ * and ARGV[2] the message. `INCR`s the version and publishes the message (as given) when there is
+ * one. Reply the new version, an integer. A version key holding no integer is an error reply
+ * (nothing published).
  */
 export const bumpScript = `local version = redis.call('INCR', KEYS[1])
-local message = ARGV[2]
-if ARGV[3] then message = message .. string.format('%.0f', version) .. ARGV[3] end
-redis.call('PUBLISH', ARGV[1], message)
+if ARGV[2] then redis.call('PUBLISH', ARGV[1], ARGV[2]) end
 return version
 `;
 
