@@ -29,7 +29,7 @@ import { redisDriver } from 'bentocache/drivers/redis';
 import { memoryLayer, readThroughCache } from 'bulwark';
 import { redisStores } from 'bulwark/redis';
 import type { Redis } from 'ioredis';
-import { backendSections, benchRedis } from './servers.js';
+import { backendSections, benchRedis, countCommands } from './servers.js';
 import { type Case, machine, measureAll, ns, type Result, table } from './support.js';
 
 const run = Date.now().toString(36);
@@ -180,17 +180,6 @@ async function l1Hit(): Promise<string> {
 
 // ---------------------------------------------------------------------------------------------
 // L1 + L2 on Redis
-
-/** Counts every command `client` sends from now on. */
-function countCommands(client: Redis): () => number {
-  let sent = 0;
-  const send = client.sendCommand.bind(client);
-  client.sendCommand = ((...args: Parameters<typeof send>) => {
-    sent += 1;
-    return send(...args);
-  }) as typeof client.sendCommand;
-  return () => sent;
-}
 
 /** Two cache instances over the same L2 (the second one's L1 starts empty), and a command count. */
 interface TwoLayerContender {

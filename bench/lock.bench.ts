@@ -12,7 +12,7 @@ import { distributedLock } from 'bulwark';
 import { postgresStores } from 'bulwark/postgres';
 import { redisStores } from 'bulwark/redis';
 import Redlock from 'redlock';
-import { backendSections, benchPostgres, benchRedis } from './servers.js';
+import { backendSections, benchPostgres, benchRedis, countCommands } from './servers.js';
 import { interleavedThroughput, machine, table, throughput } from './support.js';
 
 const run = Date.now().toString(36);
@@ -60,13 +60,8 @@ async function redisRows(): Promise<{ rows: string[][]; close: () => Promise<voi
   const sha = (await client.script('LOAD', releaseLua)) as string;
   // Round trips counted where they leave: every command the client sends (a script's own calls
   // inside Redis are not round trips, so INFO commandstats would overcount them).
-  let sent = 0;
-  const send = client.sendCommand.bind(client);
-  client.sendCommand = ((...args: Parameters<typeof send>) => {
-    sent += 1;
-    return send(...args);
-  }) as typeof client.sendCommand;
-  const commands = async () => sent;
+  const sent = countCommands(client);
+  const commands = async () => sent();
   const contenders: Contender[] = [
     {
       name: 'raw SET NX PX + Lua release (the round-trip limit, no fence)',

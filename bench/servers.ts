@@ -16,6 +16,17 @@ export async function deleteKeys(client: Redis, prefix: string): Promise<void> {
   } while (cursor !== '0');
 }
 
+/** Counts every command `client` sends from now on (where it leaves: a script's own calls are not counted). */
+export function countCommands(client: Redis): () => number {
+  let sent = 0;
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = ((...args: Parameters<typeof send>) => {
+    sent += 1;
+    return send(...args);
+  }) as typeof client.sendCommand;
+  return () => sent;
+}
+
 /** A connected Redis client and an admin connection; `close()` deletes every key under `prefix`. */
 export async function benchRedis(prefix: string): Promise<{
   readonly client: Redis;
