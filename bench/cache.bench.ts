@@ -28,7 +28,6 @@ import { memoryDriver } from 'bentocache/drivers/memory';
 import { redisDriver } from 'bentocache/drivers/redis';
 import { memoryLayer, readThroughCache } from 'bulwark';
 import { redisStores } from 'bulwark/redis';
-import type { Redis } from 'ioredis';
 import { backendSections, benchRedis, countCommands } from './servers.js';
 import { type Case, machine, measureAll, ns, type Result, table } from './support.js';
 
