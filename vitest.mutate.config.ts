@@ -21,6 +21,8 @@ export default defineConfig({
       'test/idempotency/redis-outage.test.ts',
       'test/idempotency/http-client.test.ts',
       'test/lock/redis-*.test.ts',
+      'test/cache/redis-layer.test.ts',
+      'test/cache/read-through.test.ts',
       'test/postgres/*.test.ts',
     ],
     testTimeout: 20_000,

@@ -255,6 +255,7 @@ describe('readThroughCache: early refresh and jitter', () => {
     await cache.get('k', loader);
     await clock.advance(799);
     expect(await cache.get('k', loader)).toBe('v1');
+    await clock.advance(0);
     expect(loader.calls).toBe(1);
     await clock.advance(1);
     expect(await Promise.all([cache.get('k', loader), cache.get('k', loader)])).toEqual(['v1', 'v1']);
@@ -512,8 +513,11 @@ describe('readThroughCache: values', () => {
     const { clock, make } = world();
     const frozen = make({ freeze: true }, false);
     const plain = make({}, false);
-    const value = await frozen.cache.get('k', () => ({ a: { b: [1] } }));
+    const value = await frozen.cache.get('k', () => ({ a: { b: [1] }, none: null }));
     expect(Object.isFrozen(value) && Object.isFrozen(value.a) && Object.isFrozen(value.a.b)).toBe(true);
+    const cyclic: { self?: unknown } = {};
+    cyclic.self = cyclic;
+    expect(await frozen.cache.get('cyclic', () => cyclic)).toBe(cyclic);
     const open = await plain.cache.get('k', () => ({ a: 1 }));
     expect(Object.isFrozen(open)).toBe(false);
     await clock.advance(0);
@@ -540,20 +544,350 @@ describe('readThroughCache: bad input', () => {
     [{ layers: [layer], ttlMs: 1, namespace: 'a\u0000b' }, /"namespace"/],
     [{ layers: [layer], ttlMs: 1, serializer: {} }, /"serializer"/],
     [{ layers: [layer], ttlMs: 1, fleetLoadWaitMs: 100 }, /needs a remote layer/],
-    [{ layers: [layer], ttlMs: 1, ttl: 5 }, /unknown option "ttl"/],
+    [{ layers: [layer], ttlMs: 1, ttl: 5 }, /unknown option "ttl" in readThroughCache options/],
+    [{ layers: 'x', ttlMs: 1 }, /"layers"/],
+    [{ layers: [undefined], ttlMs: 1 }, /"layers"/],
+    [{ layers: [new FakeRemote(new FakeClock()).layer()], ttlMs: 1 }, /"layers"/],
+    [{ layers: [layer, new FakeRemote(new FakeClock()).layer(), layer], ttlMs: 1 }, /"layers"/],
+    [{ layers: [layer, {}], ttlMs: 1 }, /"layers"/],
+    [{ layers: [layer, undefined], ttlMs: 1 }, /"layers"/],
+    [{ layers: [layer], ttlMs: 1, ttlJitter: -0.1 }, /"ttlJitter"/],
+    [{ layers: [layer], ttlMs: 1, ttlJitter: '0.5' }, /"ttlJitter"/],
+    [{ layers: [layer], ttlMs: 1, serializer: null }, /"serializer"/],
+    [{ layers: [layer], ttlMs: 1, serializer: { serialize: String } }, /"serializer"/],
+    [{ layers: [layer], ttlMs: 1, serializer: { deserialize: String } }, /"serializer"/],
   ])('options %# are a TypeError', (options, message) => {
     expect(() => readThroughCache(options as never)).toThrow(TypeError);
     expect(() => readThroughCache(options as never)).toThrow(message);
+  });
+
+  it('a jitter of 0 and just below 1 are fine', () => {
+    expect(() => readThroughCache({ layers: [layer], ttlMs: 1, ttlJitter: 0 })).not.toThrow();
+    expect(() => readThroughCache({ layers: [layer], ttlMs: 1, ttlJitter: 0.99 })).not.toThrow();
   });
 
   it('a key that is not a string, a loader that is not a function or bad get options reject with a TypeError', async () => {
     const cache = readThroughCache({ layers: [memoryLayer({ maxEntries: 10 })], ttlMs: 100 });
     await expect(cache.get(5 as never, () => 1)).rejects.toThrow(/"key" to be a string/);
     await expect(cache.get('k', 'loader' as never)).rejects.toThrow(/"loader" to be a function/);
-    await expect(cache.get('k', () => 1, { ttl: 5 } as never)).rejects.toThrow(/unknown option "ttl"/);
+    await expect(cache.get('k', () => 1, { ttl: 5 } as never)).rejects.toThrow(
+      /unknown option "ttl" in get options/,
+    );
+    await expect(cache.set('k', 1, { ttl: 5 } as never)).rejects.toThrow(
+      /unknown option "ttl" in set options/,
+    );
     await expect(cache.set(null as never, 1)).rejects.toThrow(/"key"/);
     await expect(cache.delete(undefined as never)).rejects.toThrow(/"key"/);
     await expect(cache.clear('')).rejects.toThrow(/"namespace"/);
     expect(await cache.get('', () => 'the empty key is a key')).toBe('the empty key is a key');
+  });
+});
+
+describe('readThroughCache: edges', () => {
+  it('a memory-only cache sets, deletes, clears and closes without L2', async () => {
+    const { clock, make } = world();
+    const { cache } = make({}, false);
+    const loader = counted(clock, (call) => `v${call}`);
+    await cache.set('k', 'set');
+    expect(await cache.get('k', loader)).toBe('set');
+    await cache.delete('k');
+    expect(await cache.get('k', loader)).toBe('v1');
+    await cache.clear();
+    expect(await cache.get('k', loader)).toBe('v2');
+    cache.close();
+  });
+
+  it('clear() drops only its namespace from a memory layer shared by several caches', async () => {
+    const clock = new FakeClock(1_000_000);
+    const shared = memoryLayer({ maxEntries: 10 });
+    const a = readThroughCache({ layers: [shared], ttlMs: 1_000, clock, namespace: 'a' });
+    const b = readThroughCache({ layers: [shared], ttlMs: 1_000, clock, namespace: 'b' });
+    await a.get('k', () => 'a1');
+    await b.get('k', () => 'b1');
+    await a.clear();
+    expect(await a.get('k', () => 'a2')).toBe('a2');
+    expect(await b.get('k', () => 'b2')).toBe('b1');
+    await expect(a.clear(5 as never)).rejects.toThrow(/"namespace"/);
+    await expect(a.clear('x\u0000y')).rejects.toThrow(/"namespace"/);
+  });
+
+  it('a clear of its own namespace overtakes a load in flight; a clear of another does not', async () => {
+    const { clock, make } = world();
+    const { cache } = make({}, false);
+    const first = deferred<string>();
+    const loading = cache.get('k', () => first.promise);
+    await cache.clear('other');
+    first.resolve('kept');
+    expect(await loading).toBe('kept');
+    expect(
+      await cache.get(
+        'k',
+        counted(clock, () => 'loader'),
+      ),
+    ).toBe('kept');
+    const second = deferred<string>();
+    const overtaken = cache.get('j', () => second.promise);
+    await cache.clear();
+    second.resolve('old');
+    expect(await overtaken).toBe('old');
+    expect(await cache.get('j', () => 'loaded after the clear')).toBe('loaded after the clear');
+  });
+
+  it('clear(another namespace) leaves this cache’s version as it was', async () => {
+    const { make } = world();
+    const a = make();
+    const b = make();
+    await a.cache.clear('other');
+    await b.cache.set('j', 'from b');
+    expect(await a.cache.get('j', () => 'loader')).toBe('from b');
+  });
+
+  it('onLayerError subscribes and unsubscribes; a plain miss reports nothing; an open breaker refuses without reporting', async () => {
+    const { clock, make } = world();
+    const { cache, l2, errors } = make({ remoteFailureThreshold: 1 });
+    const seen: string[] = [];
+    const dispose = cache.onLayerError((event) => seen.push(event.operation));
+    await cache.get('miss', () => 'v');
+    expect(errors).toEqual([]);
+    l2.mode = 'fail';
+    await cache.get('k', () => 'v');
+    expect(seen).toEqual(['get']); // the breaker opened: the fill's write is refused, unreported
+    await cache.get('j', () => 'v');
+    expect(errors.map((e) => e.operation)).toEqual(['get']);
+    dispose();
+    await clock.advance(10_000);
+    await cache.get('i', () => 'v');
+    expect(seen).toEqual(['get']);
+    expect(errors.length).toBe(2);
+  });
+
+  it('each failing L2 operation is reported under its own name', async () => {
+    const { clock, make } = world();
+    const { cache, l2, errors } = make({ remoteFailureThreshold: 100, fleetLoadWaitMs: 100 });
+    await cache.get('warm', () => 'v'); // the version is known
+    l2.mode = 'fail';
+    await cache.get(
+      'k',
+      counted(clock, () => 'v'),
+    );
+    await cache.set('k', 'v').catch(() => {});
+    await cache.delete('k').catch(() => {});
+    await cache.clear().catch(() => {});
+    // The fill: get, claim (L2 cannot tell: load here), set, then giving the claim back; then the writes.
+    expect(errors.map((e) => e.operation)).toEqual([
+      'get',
+      'claim',
+      'set',
+      'claim',
+      'set',
+      'delete',
+      'clear',
+    ]);
+    expect(errors.at(-1)?.key).toBe('default');
+  });
+
+  it('its own messages are not news: a set keeps its own L1 copy', async () => {
+    const { clock, make } = world();
+    const { cache, l2 } = make();
+    await cache.set('k', 'mine');
+    await clock.advance(0);
+    const reads = l2.calls.get ?? 0;
+    expect(await cache.get('k', () => 'loader')).toBe('mine');
+    expect(l2.calls.get ?? 0).toBe(reads);
+  });
+
+  it('messages of another namespace, or of a kind it does not know, leave this cache alone', async () => {
+    const { clock, server, make } = world();
+    const a = make({ namespace: 'a' });
+    const b = make({ namespace: 'b' });
+    await a.cache.get('k', () => 'a1');
+    const reads = a.l2.calls.get ?? 0;
+    await b.cache.set('k', 'b1');
+    await b.cache.clear();
+    server.publish(['someone', 'x', 'a', 'k'].join('\u0000'));
+    await clock.advance(0);
+    expect(await a.cache.get('k', () => 'loader')).toBe('a1');
+    expect(a.l2.calls.get ?? 0).toBe(reads);
+  });
+
+  it('concurrent misses read the namespace’s version once; a failed read is tried again', async () => {
+    const { server, make } = world();
+    const { cache, l2 } = make();
+    await Promise.all([cache.get('a', () => 1), cache.get('b', () => 2)]);
+    expect(l2.calls.version).toBe(1);
+    const other = make();
+    other.l2.mode = 'fail';
+    await other.cache.get('c', () => 3);
+    other.l2.mode = 'ok';
+    await other.cache.get('d', () => 4);
+    expect(other.l2.calls.version).toBeGreaterThan(1);
+    expect(server.entries.has('default\u00000\u0000d')).toBe(true); // under the version read again
+  });
+
+  it('a payload without its marker is a reported decode error, even if it parses', async () => {
+    const { clock, server, make } = world();
+    const { cache, errors } = make();
+    server.entries.set('default\u00000\u0000k', { payload: '1234', graceMs: 0, endsAt: clock.now() + 1_000 });
+    expect(await cache.get('k', () => 'loaded')).toBe('loaded');
+    expect((errors[0]?.error as Error).message).toBe('not a payload of this cache: 1234');
+    server.entries.set('default\u00000\u0000long', {
+      payload: 'x'.repeat(100),
+      graceMs: 0,
+      endsAt: clock.now() + 1_000,
+    });
+    await cache.get('long', () => 'loaded');
+    expect((errors[1]?.error as Error).message).toBe(`not a payload of this cache: ${'x'.repeat(40)}`);
+  });
+
+  it('an L2 read overtaken by an invalidation is not copied into L1', async () => {
+    const { clock, make } = world();
+    const a = make();
+    const b = make();
+    await a.cache.set('k', 'old');
+    await b.cache.get('warm', () => 'v'); // b knows the version
+    const release = b.l2.holdReply('get');
+    const reading = b.cache.get('k', () => 'loader');
+    await clock.advance(0);
+    await a.cache.set('k', 'new');
+    await clock.advance(0);
+    release();
+    expect(await reading).toBe('old');
+    expect(await b.cache.get('k', () => 'loader')).toBe('new');
+  });
+
+  it('between a stale L1 copy and a stale L2 entry, the one that lives longer is served', async () => {
+    const { clock, make } = world();
+    const a = make({ graceMs: 10_000 });
+    const b = make({ graceMs: 10_000 });
+    const failing = () => Promise.reject(new Error('down'));
+    // L2 newer than b's L1 copy: b missed the message.
+    await b.cache.get('k', () => 'b old');
+    const restore = b.l2.breakSubscription();
+    await clock.advance(500);
+    await a.cache.set('k', 'a newer');
+    await clock.advance(1_100);
+    expect(await b.cache.get('k', failing)).toBe('a newer');
+    restore();
+    // b's L1 copy outlives L2's entry (written later with a short TTL, message lost).
+    await b.cache.set('j', 'b long');
+    const again = b.l2.breakSubscription();
+    await clock.advance(100);
+    await a.cache.set('j', 'a short', { ttlMs: 10 });
+    await clock.advance(1_000);
+    expect(await b.cache.get('j', failing)).toBe('b long');
+    again();
+  });
+
+  it('a load that fails after a set overtook it does not put the stale value back', async () => {
+    const { clock, make } = world();
+    const { cache } = make({ graceMs: 10_000 }, false);
+    await cache.get('k', () => 'v1');
+    await clock.advance(1_000);
+    const failing = deferred<string>();
+    const reading = cache.get('k', () => failing.promise);
+    await cache.set('k', 'set meanwhile');
+    failing.reject(new Error('down'));
+    expect(await reading).toBe('v1');
+    expect(await cache.get('k', () => 'loader')).toBe('set meanwhile');
+  });
+
+  it('grace from L1 alone: the entry lives for its TTL and its grace', async () => {
+    const { clock, make } = world();
+    const { cache } = make({ graceMs: 500 }, false);
+    await cache.get('k', () => 'v1');
+    await clock.advance(1_499);
+    expect(await cache.get('k', () => Promise.reject(new Error('down')))).toBe('v1');
+    await clock.advance(600);
+    await expect(cache.get('k', () => Promise.reject(new Error('gone')))).rejects.toThrow('gone');
+  });
+
+  it('a value taken from L2 is refreshed early like one loaded here', async () => {
+    const { clock, make } = world();
+    const a = make({ earlyRefresh: 0.5 });
+    const b = make({ earlyRefresh: 0.5 });
+    await a.cache.get('k', () => 'v1');
+    await clock.advance(100);
+    const loader = counted(clock, () => 'v2');
+    expect(await b.cache.get('k', loader)).toBe('v1');
+    await clock.advance(399);
+    await b.cache.get('k', loader);
+    await clock.advance(0);
+    expect(loader.calls).toBe(0);
+    await clock.advance(1);
+    expect(await b.cache.get('k', loader)).toBe('v1');
+    await clock.advance(0);
+    expect(loader.calls).toBe(1);
+  });
+
+  it('before earlyRefresh of the TTL nothing refreshes; a refresh never holds the caller', async () => {
+    const { clock, make } = world();
+    const { cache } = make({ earlyRefresh: 0.8, graceBackoffMs: 100 }, false);
+    const loader = counted(
+      clock,
+      (call) => (call === 1 ? 'v1' : Promise.reject(new Error('refresh failed'))),
+      50,
+    );
+    const first = cache.get('k', loader);
+    await clock.advance(50);
+    await first;
+    await clock.advance(799);
+    await cache.get('k', loader);
+    await clock.advance(0);
+    expect(loader.calls).toBe(1);
+    await clock.advance(1);
+    let answered = false;
+    void cache.get('k', loader).then(() => (answered = true));
+    await clock.advance(0);
+    expect(answered).toBe(true); // the refresh runs in the background
+    expect(loader.calls).toBe(2);
+    await clock.advance(170); // the refresh failed at 900 ms; its back-off ended at 1,000, the TTL ends at 1,050
+    answered = false;
+    void cache.get('k', loader).then(() => (answered = true));
+    await clock.advance(0);
+    expect(answered).toBe(true); // still fresh: the TTL was kept
+  });
+});
+
+describe('readThroughCache: fleet-wide details', () => {
+  it('the claim is given back once the value is written', async () => {
+    const { clock, server, make } = world();
+    const { cache, l2 } = make({ fleetLoadWaitMs: 1_000 });
+    await cache.get(
+      'k',
+      counted(clock, () => 'v'),
+    );
+    await clock.advance(0);
+    expect(l2.calls.releaseLoad).toBe(1);
+    expect(server.claims.size).toBe(0);
+  });
+
+  it('without fleetLoadWaitMs no claim is made', async () => {
+    const { clock, make } = world();
+    const { cache, l2 } = make();
+    await cache.get(
+      'k',
+      counted(clock, () => 'v'),
+    );
+    expect(l2.calls.claimLoad).toBeUndefined();
+  });
+
+  it('a waiter polls L2 at most every 200 ms, and takes no stale entry for the value', async () => {
+    const { clock, server, make } = world();
+    const a = make({ fleetLoadWaitMs: 5_000, graceMs: 10_000 });
+    const b = make({ fleetLoadWaitMs: 5_000, graceMs: 10_000 });
+    await a.cache.get('k', () => 'stale');
+    await clock.advance(2_000); // stale in L2, within grace
+    const slow = counted(clock, () => 'fresh', 1_000);
+    const claimant = a.cache.get('k', slow);
+    await clock.advance(0);
+    expect(server.claims.size).toBe(1);
+    let seen: unknown;
+    void b.cache.get('k', slow).then((value) => (seen = value));
+    await clock.advance(1_000); // the claimant writes at 1,000 ms
+    expect(seen).toBeUndefined();
+    await clock.advance(110); // polls at 10, 30, 70, 150, 310, 510, 710, 910, 1,110 ms
+    expect(seen).toBe('fresh');
+    expect(await claimant).toBe('fresh');
+    expect(slow.calls).toBe(1);
   });
 });

@@ -112,6 +112,7 @@ class Cache implements ReadThroughCache {
       return Promise.reject(new TypeError(`expected "loader" to be a function, got ${show(loader)}`));
     let ttlMs = this.o.ttlMs;
     let signal: AbortSignal | undefined;
+    // Stryker disable next-line ConditionalExpression: (true) readOptions reads undefined as no options; the check only skips that work on the hot path
     if (options !== undefined) {
       try {
         const read = readGetOptions(options);
@@ -183,6 +184,7 @@ class Cache implements ReadThroughCache {
           if (hit.freshForMs > this.entries.refreshLeadMs(ttlMs))
             return this.adopt(id, ticket, hit, ttlMs) as T;
           const expiresAt = this.o.clock.now() + hit.remainingMs;
+          // Stryker disable next-line EqualityOperator: (>=) of two that end together, either will do
           if (fallback === undefined || expiresAt > fallback.expiresAt)
             fallback = { value: hit.value, local: undefined, expiresAt };
         }
@@ -222,6 +224,7 @@ class Cache implements ReadThroughCache {
     for (let delay = 10; clock.now() < until; delay = Math.min(delay * 2, 200)) {
       await clock.sleep(Math.min(delay, until - clock.now()), context.signal);
       const hit = await this.l2!.read(key);
+      // Stryker disable next-line EqualityOperator: (>= 0) a value whose TTL ends this very ms; taking it or waiting on are both right
       if (hit !== undefined && hit.freshForMs > 0) return { value: this.adopt(id, ticket, hit, ttlMs) };
     }
     return undefined;

@@ -61,7 +61,7 @@ describe('memoryLayer', () => {
     [undefined, /"memoryLayer options\.?maxEntries"|"maxEntries"/],
     [{ maxEntries: 0 }, /"maxEntries" to be a positive integer/],
     [{ maxEntries: 1.5 }, /"maxEntries"/],
-    [{ maxEntries: 10, max: 5 }, /unknown option "max"/],
+    [{ maxEntries: 10, max: 5 }, /unknown option "max" in memoryLayer options/],
   ])('refuses %j with a TypeError', (options, message) => {
     expect(() => memoryLayer(options as never)).toThrow(TypeError);
     expect(() => memoryLayer(options as never)).toThrow(message);

@@ -42,6 +42,7 @@ class MemoryLayer implements LocalCacheLayer {
   }
 
   deletePrefix(prefix: string): void {
+    // Stryker disable next-line ConditionalExpression,StringLiteral: every key starts with '', so the loop would drop them all too; clear() only does it at once
     if (prefix === '') this.entries.clear();
     else for (const key of [...this.entries.keys()]) if (key.startsWith(prefix)) this.entries.delete(key);
   }

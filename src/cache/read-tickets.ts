@@ -13,8 +13,14 @@ export interface ReadTicket {
 export class ReadTickets {
   private readonly byKey = new Map<string, Set<ReadTicket>>();
 
+  /** How many keys have reads in flight. */
+  get size(): number {
+    return this.byKey.size;
+  }
+
   /** A read of `key` begins. */
   begin(key: string): ReadTicket {
+    // Stryker disable next-line ObjectLiteral: ({}) an absent flag reads as false, as it should until an invalidation sets it
     const ticket: ReadTicket = { stale: false };
     let tickets = this.byKey.get(key);
     if (tickets === undefined) {

@@ -296,7 +296,9 @@ function toEntry(reply: unknown): RemoteCacheEntry | undefined {
   if (value === undefined) return undefined;
   const first = value.indexOf(':');
   const second = value.indexOf(':', first + 1);
-  if (first < 0 || second < 0) return undefined;
+  // Without two colons (with none, both are -1).
+  // Stryker disable next-line EqualityOperator: (<= 0) a second colon is never at 0
+  if (second < 0) return undefined;
   const remainingMs = replySafeInteger(value.slice(0, first));
   const graceMs = replySafeInteger(value.slice(first + 1, second));
   if (remainingMs === undefined || remainingMs < 1 || graceMs === undefined) return undefined;

@@ -59,6 +59,8 @@ describe('RedisLockStore replies', () => {
     ['1:5:6:7'],
     ['1 :5:6'],
     ['1:9007199254740:0'],
+    ['12345'],
+    ['1:23456'],
   ])('a malformed acquire reply %j is a StoreUnavailableError naming the script', async (reply) => {
     const error = (await fake(reply)
       .store.acquire('k', 'a', 1_000)

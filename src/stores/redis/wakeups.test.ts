@@ -242,6 +242,20 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     await turns();
     expect(later.heard).toEqual([]);
 
+    // A channel dropped while another keeps the connection, its resubscription still in flight.
+    const kept = listening();
+    kept.wakeups.listen('bus', ...kept.listener('a'));
+    kept.wakeups.listen('other', ...kept.listener('b'));
+    await turns();
+    const keptSubscriber = kept.subscribers[0]!;
+    const resolvers: (() => void)[] = [];
+    keptSubscriber.subscribe = () => new Promise((resolve) => resolvers.push(() => resolve(1)));
+    keptSubscriber.emit('ready');
+    kept.wakeups.drop('bus');
+    for (const resolve of resolvers) resolve();
+    await turns();
+    expect(kept.heard).toEqual(['b: reset']);
+
     const closed = listening();
     closed.wakeups.listen('bus', ...closed.listener('a'));
     await turns();

@@ -190,8 +190,8 @@ export class RedisWakeups {
     subscriber.subscribe(channel).then(() => {
       const inner = (subscriber as { subscriber?: { getInstance?(): Socket } }).subscriber;
       unref(inner?.getInstance?.());
-      // Not after close() or drop(): the connection or the channel is no longer this one's.
-      if (!reset || this.subscriber !== subscriber) return;
+      if (!reset) return;
+      // Not after close() or drop(): the channel's users are gone with it.
       const users = this.channels.get(channel);
       if (users !== undefined) callEach(users.listeners, (listener) => listener.onReset());
     }, noop);
@@ -207,6 +207,7 @@ export class RedisWakeups {
     const users = this.channels.get(channel);
     if (users === undefined) return;
     users.wakers.wake(message);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: calling each of no listeners does nothing; the check only skips the copy
     if (users.listeners.size > 0) callEach(users.listeners, (listener) => listener.onMessage(message));
   }
 }
