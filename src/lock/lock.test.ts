@@ -340,6 +340,50 @@ describe('distributedLock: keeping the lease', () => {
 });
 
 describe('distributedLock: withLocks', () => {
+  it('counts each key’s lease from when its own acquisition went out, not from the call’s start', async () => {
+    const clock = new FakeClock(0);
+    const store = memoryLockStore({ clock });
+    const locks = distributedLock({ store, clock });
+    await store.acquire('a', 'someone', 2_000); // 'a' is held for 2 s: 'b' is asked for only then
+    const lost: string[] = [];
+    locks.onLockLost(({ key }) => lost.push(key));
+    const section = gate();
+    let ran = false;
+    const call = locks.withLocks(
+      ['a', 'b'],
+      async () => {
+        ran = true;
+        await section.promise;
+      },
+      { ttlMs: 1_000, waitMs: 10_000 },
+    );
+    for (let waited = 0; !ran && waited < 5_000; waited += 100) await clock.advance(100);
+    expect(ran).toBe(true);
+    await clock.advance(300);
+    expect(lost).toEqual([]); // counted from the call's start, b's lease would have ended before it began
+    section.open();
+    await call;
+  });
+
+  it('owner ids differ for every call, and between instances', async () => {
+    const clock = new FakeClock(0);
+    const owners: string[] = [];
+    const memory = memoryLockStore({ clock });
+    const store = forwarding(memory, {
+      acquire: (key, owner, ttl) => {
+        owners.push(owner);
+        return memory.acquire(key, owner, ttl);
+      },
+    });
+    const first = distributedLock({ store, clock });
+    const second = distributedLock({ store, clock });
+    for (const locks of [first, first, second, second]) await locks.withLock('k', () => {});
+    await first.withLocks(['x', 'y'], () => {});
+    expect(new Set(owners.slice(0, 4)).size).toBe(4);
+    expect(owners[4]).toBe(owners[5]); // one owner for every key of one call
+    expect(owners[4]).not.toBe(owners[0]);
+  });
+
   it('de-duplicates and sorts keys, gives every fence, releases all', async () => {
     const clock = new FakeClock(0);
     const memory = memoryLockStore({ clock });
