@@ -172,12 +172,8 @@ export {
   LockNotAcquiredError,
   StaleFenceError,
 } from './lock/errors.js';
-export {
-  type DistributedLock,
-  distributedLock,
-  type LockContext,
-  type MultiLockContext,
-} from './lock/lock.js';
+export type { LockContext, MultiLockContext } from './lock/held.js';
+export { type DistributedLock, distributedLock } from './lock/lock.js';
 export {
   type MemoryFenceStore,
   type MemoryLockStore,
@@ -242,6 +238,18 @@ export type {
   RetryPredicate,
 } from './retry/options.js';
 export { type RetryPolicy, retry, retryAll, retryIf } from './retry/retry.js';
+export { type CompensationFailure, isSagaFailedError, SagaFailedError } from './saga/errors.js';
+export type {
+  CompensatedEvent,
+  CompensationContext,
+  CompensationFailedEvent,
+  SagaOptions,
+  SagaRunOptions,
+  StepContext,
+  StepDefinition,
+  StepFailedEvent,
+} from './saga/options.js';
+export { type Saga, type SagaResult, saga } from './saga/saga.js';
 export { Coalescer } from './sharing/coalescer.js';
 export { type Deduped, dedup } from './sharing/dedup.js';
 export type {

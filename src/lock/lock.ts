@@ -11,6 +11,7 @@ import { LeaseKeeper } from '../core/lease-keeper.js';
 import { FIRST_POLL_MS, PollingWait, type Watch } from '../core/polling-wait.js';
 import { show, storeKey } from '../core/validate.js';
 import { LockLostError, LockNotAcquiredError } from './errors.js';
+import { type Held, HeldContext, type LockContext, type MultiLockContext } from './held.js';
 import { memoryLockStore } from './memory-store.js';
 import {
   type DistributedLockOptions,
@@ -23,25 +24,6 @@ import {
   type WithLockOptions,
 } from './options.js';
 import type { LockStore } from './store.js';
-
-/** What `fn` gets under one lock. */
-export interface LockContext {
-  /**
-   * Aborted when the caller's signal aborts or the lock is lost (then with `LockLostError`): stop
-   * the work at once, a successor may start when the lease ends.
-   */
-  readonly signal: AbortSignal;
-  /** This acquisition's fence: pass it to every write the lock protects (`stores.fence.write`). */
-  readonly fence: number;
-}
-
-/** What `fn` gets under several locks. */
-export interface MultiLockContext {
-  /** Aborted when the caller's signal aborts or any of the locks is lost. */
-  readonly signal: AbortSignal;
-  /** Each key's fence. */
-  readonly fences: ReadonlyMap<string, number>;
-}
 
 /** A distributed lock, from {@link distributedLock}. */
 export interface DistributedLock {
@@ -82,30 +64,6 @@ export interface DistributedLock {
   onLockLost(listener: Listener<LockLostEvent>): Disposer;
   /** Subscribes to releases that failed after `fn` settled; returns the disposer. */
   onReleaseFailed(listener: Listener<LockReleaseFailedEvent>): Disposer;
-}
-
-/** One key held: its lease keeper renews it until `stop()`. */
-interface Held {
-  readonly key: string;
-  readonly fence: number;
-  readonly keeper: LeaseKeeper;
-}
-
-/**
- * `withLock`'s context. A class, not an object literal with a getter (which V8 builds slowly, several
- * µs a call): the signal is read on demand, so a critical section that never looks at it costs no
- * `AbortController`.
- */
-class HeldContext implements LockContext {
-  readonly fence: number;
-  readonly #held: Held;
-  constructor(held: Held) {
-    this.#held = held;
-    this.fence = held.fence;
-  }
-  get signal(): AbortSignal {
-    return this.#held.keeper.signal;
-  }
 }
 
 type CallOptions = ReturnType<typeof readWithLockOptions>;
