@@ -22,6 +22,7 @@ describe('folder layout', () => {
     ['lock', ['lock.ts', 'options.ts', 'errors.ts', 'store.ts', 'memory-store.ts']],
     ['sharing', ['coalescer.ts', 'dedup.ts', 'options.ts']],
     ['cache', ['cache.ts', 'options.ts', 'store.ts', 'memory-store.ts']],
+    ['saga', ['saga.ts', 'options.ts', 'errors.ts']],
   ])('%s/ holds its roles', (folder, files) => {
     for (const file of files) expect(existsSync(join(src, folder, file)), `${folder}/${file}`).toBe(true);
   });
@@ -61,6 +62,7 @@ describe('folder layout', () => {
       'lock',
       'sharing',
       'cache',
+      'saga',
     ]) {
       for (const file of readdirSync(join(src, folder))) {
         if (!file.endsWith('.ts') || file.endsWith('.test.ts')) continue;
@@ -74,7 +76,7 @@ describe('folder layout', () => {
   // One job however long: the concurrent map's run (pulling, starting, settling, closing).
   const singleJob = new Set(['admission/map-concurrent.ts']);
 
-  it('has no source file over 320 lines doing several jobs in admission/, retry/, timeout/, node/, idempotency/, lock/, sharing/ or cache/', () => {
+  it('has no source file over 320 lines doing several jobs in admission/, retry/, timeout/, node/, idempotency/, lock/, sharing/, cache/ or saga/', () => {
     for (const folder of [
       'admission',
       'retry',
@@ -84,6 +86,7 @@ describe('folder layout', () => {
       'lock',
       'sharing',
       'cache',
+      'saga',
     ]) {
       for (const file of readdirSync(join(src, folder))) {
         if (!file.endsWith('.ts') || file.endsWith('.test.ts') || singleJob.has(`${folder}/${file}`))
