@@ -189,6 +189,25 @@ export type {
   WithLockOptions,
 } from './lock/options.js';
 export type { AcquiredLease, FenceStore, LockStore } from './lock/store.js';
+export {
+  isOptimisticConflictError,
+  isOptimisticNotFoundError,
+  OptimisticConflictError,
+  OptimisticNotFoundError,
+} from './optimistic/errors.js';
+export { type OptimisticUpdate, optimisticUpdate } from './optimistic/optimistic-update.js';
+export type {
+  OptimisticConflictEvent,
+  OptimisticContext,
+  OptimisticGiveUpEvent,
+  OptimisticLoad,
+  OptimisticMutate,
+  OptimisticMutateContext,
+  OptimisticSave,
+  OptimisticUpdateCallOptions,
+  OptimisticUpdateOptions,
+  Versioned,
+} from './optimistic/options.js';
 export { isRateLimitedError, RateLimitedError } from './rate-limit/errors.js';
 export type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './rate-limit/events.js';
 export {
@@ -262,3 +281,6 @@ export type {
 export type { SharedCallContext } from './sharing/shared-calls.js';
 export type { TimeoutMode, TimeoutOptions } from './timeout/options.js';
 export { type TimeoutPolicy, timeout } from './timeout/timeout.js';
+export { InvalidTransitionError, isInvalidTransitionError } from './transition/errors.js';
+export type { TransitionGuardOptions, TransitionMap } from './transition/options.js';
+export { type GuardedEntity, type TransitionGuard, transitionGuard } from './transition/transition-guard.js';

@@ -23,6 +23,8 @@ describe('folder layout', () => {
     ['sharing', ['coalescer.ts', 'dedup.ts', 'options.ts']],
     ['cache', ['cache.ts', 'options.ts', 'store.ts', 'memory-store.ts']],
     ['saga', ['saga.ts', 'options.ts', 'errors.ts']],
+    ['transition', ['transition-guard.ts', 'options.ts', 'errors.ts', 'snapshot.ts']],
+    ['optimistic', ['optimistic-update.ts', 'options.ts', 'errors.ts']],
   ])('%s/ holds its roles', (folder, files) => {
     for (const file of files) expect(existsSync(join(src, folder, file)), `${folder}/${file}`).toBe(true);
   });
@@ -63,6 +65,8 @@ describe('folder layout', () => {
       'sharing',
       'cache',
       'saga',
+      'transition',
+      'optimistic',
     ]) {
       for (const file of readdirSync(join(src, folder))) {
         if (!file.endsWith('.ts') || file.endsWith('.test.ts')) continue;
@@ -76,7 +80,7 @@ describe('folder layout', () => {
   // One job however long: the concurrent map's run (pulling, starting, settling, closing).
   const singleJob = new Set(['admission/map-concurrent.ts']);
 
-  it('has no source file over 320 lines doing several jobs in admission/, retry/, timeout/, node/, idempotency/, lock/, sharing/, cache/ or saga/', () => {
+  it('has no source file over 320 lines doing several jobs in admission/, retry/, timeout/, node/, idempotency/, lock/, sharing/, cache/, saga/, transition/ or optimistic/', () => {
     for (const folder of [
       'admission',
       'retry',
@@ -87,6 +91,8 @@ describe('folder layout', () => {
       'sharing',
       'cache',
       'saga',
+      'transition',
+      'optimistic',
     ]) {
       for (const file of readdirSync(join(src, folder))) {
         if (!file.endsWith('.ts') || file.endsWith('.test.ts') || singleJob.has(`${folder}/${file}`))

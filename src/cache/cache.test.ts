@@ -729,14 +729,14 @@ describe('readThroughCache: edges', () => {
     const { cache, errors } = make();
     server.entries.set('default\u00000\u0000k', { payload: '1234', graceMs: 0, endsAt: clock.now() + 1_000 });
     expect(await cache.get('k', () => 'loaded')).toBe('loaded');
-    expect((errors[0]?.error as Error).message).toBe('not a payload of this cache: 1234');
+    expect((errors[0]!.error as Error).message).toBe('not a payload of this cache: 1234');
     server.entries.set('default\u00000\u0000long', {
       payload: 'x'.repeat(100),
       graceMs: 0,
       endsAt: clock.now() + 1_000,
     });
     await cache.get('long', () => 'loaded');
-    expect((errors[1]?.error as Error).message).toBe(`not a payload of this cache: ${'x'.repeat(40)}`);
+    expect((errors[1]!.error as Error).message).toBe(`not a payload of this cache: ${'x'.repeat(40)}`);
   });
 
   it('an L2 read overtaken by an invalidation is not copied into L1', async () => {

@@ -6,7 +6,13 @@ describe('SagaFailedError', () => {
   it('carries the step, the cause, what was compensated and what failed; its kind follows the outcome', () => {
     const cause = Object.assign(new Error('unavailable'), { status: 503 });
     const clean = new SagaFailedError('s', 'pay', cause, ['reserve'], []);
-    expect(clean).toMatchObject({ sagaId: 's', step: 'pay', cause, compensated: ['reserve'], compensationErrors: [] });
+    expect(clean).toMatchObject({
+      sagaId: 's',
+      step: 'pay',
+      cause,
+      compensated: ['reserve'],
+      compensationErrors: [],
+    });
     expect(clean.kind).toBe('unavailable');
     expect(clean.message).toBe('the saga failed at step "pay"; 1 step(s) compensated');
     const dirty = new SagaFailedError('s', 'pay', cause, [], [{ step: 'reserve', error: new Error('x') }]);

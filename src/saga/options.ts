@@ -89,7 +89,7 @@ export interface SagaOptions {
   readonly name?: string | undefined;
   /**
    * The policy every compensation runs under, with a fresh signal of its own. @default
-   * `pipeline(retryAll({ maxAttempts: 3, backoff: exponentialJitter({ baseMs: 100, maxMs: 2_000 }) }), timeout(30_000))`
+   * `pipeline(retryAll({ maxAttempts: 3, backoff: exponentialJitter({ baseMs: 100, maxMs: 2_000 }) }), timeout(30_000, { mode: 'aggressive' }))`
    */
   readonly compensation?: Policy<unknown> | undefined;
   /** The clock of the default compensation policy. @default systemClock */

@@ -71,6 +71,7 @@ describe('saga: steps', () => {
     expect(result).toEqual({ outputs: { reserve: 42, charge: '21:42' }, skipped: [] });
     expect(seen).toEqual(['saga-1']);
     expect(order.steps).toEqual(['reserve', 'charge']);
+    expect(order.name).toBe('saga');
     // Types follow the steps.
     const total: number = result.outputs.reserve;
     const text: string = result.outputs.charge;
@@ -177,6 +178,7 @@ describe('saga: compensation', () => {
         .run(undefined),
     );
     expect(error.compensated).toEqual([]);
+    expect(error.compensationErrors).toEqual([]);
   });
 
   it('the default compensation policy tries three times with backoff, then reports the failure', async () => {
@@ -195,9 +197,34 @@ describe('saga: compensation', () => {
       .run(undefined);
     const failure = failureOf(run);
     for (let i = 0; i < 20 && tries < 3; i++) await clock.advance(1_000);
+    expect(tries).toBe(3); // the backoff ran on the saga's clock
     const error = await failure;
-    expect(tries).toBe(3);
     expect(error.compensationErrors).toHaveLength(1);
+  });
+
+  it('the default compensation policy gives each try 30 s', async () => {
+    const clock = new FakeClock(0);
+    let tries = 0;
+    let settled = false;
+    const failure = failureOf(
+      saga({ clock })
+        .step({
+          name: 'a',
+          run: () => 1,
+          compensate: () => {
+            tries++;
+            return new Promise(() => {}); // never answers
+          },
+        })
+        .step({ name: 'b', run: () => Promise.reject(new Error('b failed')) })
+        .run(undefined),
+    ).finally(() => (settled = true));
+    await clock.advance(29_999);
+    expect(tries).toBe(1);
+    for (let i = 0; i < 10 && !settled; i++) await clock.advance(30_000);
+    expect(settled).toBe(true);
+    expect(tries).toBe(3);
+    expect((await failure).compensationErrors).toHaveLength(1);
   });
 });
 
@@ -247,6 +274,7 @@ describe('saga: cancellation', () => {
         .run(undefined, { signal: controller.signal }),
     );
     expect(error.step).toBe('ignores its signal');
+    expect((error.cause as Error).message).toBe('left');
     expect(error.compensated).toEqual(['ignores its signal', 'a']);
     expect(log).not.toContain('run never');
 
@@ -308,6 +336,43 @@ describe('saga: policies and events', () => {
     expect(tries).toBe(3);
   });
 
+  it('a step’s policy gets the step’s context and the caller’s signal', async () => {
+    const controller = new AbortController();
+    const seen: unknown[] = [];
+    const error = await failureOf(
+      saga<string>()
+        .step({ name: 'a', run: () => 'first' })
+        .step({
+          name: 'b',
+          retry: retryAll({ maxAttempts: 5 }),
+          run: ({ input, outputs, sagaId }) => {
+            seen.push([input, outputs.a, sagaId]);
+            controller.abort(new Error('left'));
+            throw new Error('retry me');
+          },
+        })
+        .run('in', { signal: controller.signal, id: 'id-1' }),
+    );
+    expect(seen).toEqual([['in', 'first', 'id-1']]); // the abort stopped the retries
+    expect(error.step).toBe('b');
+  });
+
+  it('onCompensated and onCompensationFailed subscribe and unsubscribe; the onStepFailed option subscribes', async () => {
+    const events: string[] = [];
+    const s = saga({ compensation: once, onStepFailed: ({ step }) => events.push(`failed ${step}`) })
+      .step({ name: 'ok', run: () => 1, compensate: () => {} })
+      .step({ name: 'bad undo', run: () => 1, compensate: () => Promise.reject(new Error('x')) })
+      .step({ name: 'fails', run: () => Promise.reject(new Error('y')) });
+    const offCompensated = s.onCompensated(({ step }) => events.push(`undone ${step}`));
+    const offFailed = s.onCompensationFailed(({ step }) => events.push(`undo failed ${step}`));
+    await failureOf(s.run(undefined));
+    expect(events).toEqual(['failed fails', 'undo failed bad undo', 'undone ok']);
+    offCompensated();
+    offFailed();
+    await failureOf(s.run(undefined));
+    expect(events).toEqual(['failed fails', 'undo failed bad undo', 'undone ok', 'failed fails']);
+  });
+
   it('onStepFailed tells optional from mandatory; a saga and the sagas step() made from it share their events', async () => {
     const events: unknown[] = [];
     const base = saga({ name: 'order', compensation: once });
@@ -330,6 +395,7 @@ describe('saga: bad input', () => {
   it.each([
     [{ name: '' }, /"name"/],
     [{ compensation: {} }, /"compensation" to be a policy/],
+    [{ compensation: null }, /"compensation" to be a policy/],
     [{ compensaton: once }, /unknown option "compensaton" in saga options/],
   ])('saga(%j) is a TypeError', (options, message) => {
     expect(() => saga(options as never)).toThrow(message);
@@ -347,5 +413,8 @@ describe('saga: bad input', () => {
     );
     await expect(s.run(undefined, { id: '' })).rejects.toThrow(/"id"/);
     await expect(s.run(undefined, { signal: 'x' } as never)).rejects.toThrow(/"signal"/);
+    await expect(s.run(undefined, { ids: 'x' } as never)).rejects.toThrow(
+      /unknown option "ids" in run options/,
+    );
   });
 });

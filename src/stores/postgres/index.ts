@@ -26,6 +26,7 @@ export type { PostgresFenceStore } from './fence.js';
 export type { PostgresIdempotencyStore } from './idempotency.js';
 export type { PostgresLockStore } from './lock.js';
 export type { MigrateResult } from './migrate.js';
+export { type RowKey, type VersionedRows, type VersionedRowsOptions, versionedRows } from './optimistic.js';
 export type { PostgresStoresOptions } from './options.js';
 
 /**
