@@ -40,7 +40,7 @@ export interface TransitionGuard<S extends string = string, F extends string = s
    * @example
    * const paid = await orders.run(order, (o) => {
    *   o.status = 'paid';
-   *   o.paidAt = Date.now();
+   *   o.paidAt = payment.completedAt;
    *   return o.id;
    * });
    */
