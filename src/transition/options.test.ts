@@ -30,6 +30,11 @@ describe('transitionGuard options: bad definitions are refused at construction',
       'expected "transitions" to be an object mapping each state to the states it may move to, got an object',
     ],
     [
+      'transitions that are null',
+      { field: 'status', transitions: null },
+      'expected "transitions" to be an object mapping each state to the states it may move to, got null',
+    ],
+    [
       'transitions that are a string',
       { field: 'status', transitions: 'pending' },
       'expected "transitions" to be an object mapping each state to the states it may move to, got "pending"',

@@ -163,6 +163,98 @@ describe('takeSnapshot: restore puts the data back into the same objects', () =>
     });
   });
 
+  it('objects in a Set come back by their original reference', () => {
+    const member = { id: 1 };
+    const members = new Set([member]);
+    const snapshot = takeSnapshot({ members });
+    members.clear();
+    member.id = 2;
+    snapshot.restore();
+    expect([...members]).toEqual([member]);
+    expect([...members][0]).toBe(member);
+    expect(member.id).toBe(1);
+  });
+
+  it('a configurable own accessor stays an accessor, and the data beside it comes back', () => {
+    let backing = 1;
+    const entity: Record<string, unknown> = { plain: 1 };
+    Object.defineProperty(entity, 'derived', {
+      get: () => backing,
+      set: (v: number) => {
+        backing = v;
+      },
+      enumerable: true,
+      configurable: true,
+    });
+    const snapshot = takeSnapshot(entity);
+    backing = 2;
+    entity.plain = 2;
+    snapshot.restore();
+    expect(entity.plain).toBe(1);
+    expect(Object.getOwnPropertyDescriptor(entity, 'derived')).toMatchObject({ enumerable: true });
+    expect(Object.getOwnPropertyDescriptor(entity, 'derived')?.get).toBeTypeOf('function');
+    expect(entity.derived).toBe(2);
+  });
+
+  it('a sealed object gets its values back (its properties stay as they are: non-configurable)', () => {
+    const entity = Object.seal({ a: 1, b: { n: 1 } });
+    const b = entity.b;
+    const snapshot = takeSnapshot(entity);
+    entity.a = 2;
+    entity.b = { n: 2 };
+    snapshot.restore();
+    expect(entity.a).toBe(1);
+    expect(entity.b).toBe(b);
+    expect(Object.getOwnPropertyDescriptor(entity, 'a')).toEqual({
+      value: 1,
+      writable: true,
+      enumerable: true,
+      configurable: false,
+    });
+  });
+
+  it('a buffer detached since is left as it is, even an empty one, and restore does not throw', () => {
+    const bytes = new Uint8Array([1, 2, 3]);
+    const empty = new Uint8Array(0);
+    const buffer = new ArrayBuffer(0);
+    const snapshot = takeSnapshot({ bytes, empty, buffer });
+    for (const detached of [bytes.buffer, empty.buffer, buffer])
+      structuredClone(detached, { transfer: [detached] });
+    expect(() => snapshot.restore()).not.toThrow();
+    expect([bytes.byteLength, empty.byteLength, buffer.byteLength]).toEqual([0, 0, 0]);
+  });
+
+  it('an object kept by reference is never looked into, even one that looks like an array', () => {
+    let reads = 0;
+    const failure = Object.defineProperty(new Error('kept'), 'length', {
+      get: () => {
+        reads += 1;
+        return 2;
+      },
+    });
+    const snapshot = takeSnapshot({ failure });
+    snapshot.restore();
+    expect(reads).toBe(0);
+  });
+
+  it('data changed by a getter while it is being copied: no throw, and what was copied is put back', () => {
+    const tags = new Map([['k', 1]]);
+    const entity = {
+      a: 1,
+      tags,
+      get sweep() {
+        delete (this as { a?: number }).a; // `a` was copied already
+        tags.clear(); // and so was `tags`
+        return 0;
+      },
+    };
+    const snapshot = takeSnapshot(entity);
+    expect(snapshot.data).toEqual({ a: 1, tags: new Map([['k', 1]]), sweep: 0 });
+    tags.set('k', 2);
+    expect(() => snapshot.restore()).not.toThrow();
+    expect([...tags]).toEqual([['k', 1]]);
+  });
+
   it('throws structuredClone’s DataCloneError for what it cannot copy: a function, a proxy', () => {
     const refused = expect.objectContaining({ name: 'DataCloneError' });
     expect(() => takeSnapshot({ callback: () => 1 })).toThrow(refused);

@@ -254,6 +254,28 @@ describe('transitionGuard: input refused before the handler runs', () => {
     await expect(orders().run(entity, () => {})).rejects.toBe(failure);
   });
 
+  it('a getter that throws null or undefined while the entity is copied: that, unchanged', async () => {
+    for (const thrown of [null, undefined]) {
+      let ran = false;
+      const entity = Object.defineProperty({ status: 'pending' }, 'total', {
+        get: () => {
+          throw thrown;
+        },
+        enumerable: true,
+      });
+      const outcome = await orders()
+        .run(entity, () => {
+          ran = true;
+        })
+        .then(
+          () => 'resolved',
+          (error: unknown) => ({ rejected: error }),
+        );
+      expect(outcome).toStrictEqual({ rejected: thrown });
+      expect(ran).toBe(false);
+    }
+  });
+
   it('a handler that is no function', async () => {
     await expect(orders().run(anOrder(), 'ship' as never)).rejects.toThrow(
       'expected "handler" to be a function, got "ship"',

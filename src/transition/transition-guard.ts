@@ -6,7 +6,7 @@
  */
 import { show } from '../core/validate.js';
 import { InvalidTransitionError } from './errors.js';
-import { type Definition, readTransitionGuardOptions, type TransitionGuardOptions } from './options.js';
+import { readTransitionGuardOptions, type TransitionGuardOptions } from './options.js';
 import { type Snapshot, takeSnapshot } from './snapshot.js';
 
 /** An entity whose `F` property holds its state (any object when `F` is not a literal). */
@@ -69,7 +69,8 @@ class Guard<S extends string, F extends string> implements TransitionGuard<S, F>
   constructor(
     readonly name: string,
     readonly field: F,
-    private readonly transitions: Definition,
+    /** Each state's targets, looked up by any value: what is no state (no string, say) finds none. */
+    private readonly transitions: ReadonlyMap<unknown, readonly string[]>,
   ) {}
 
   async run<E extends GuardedEntity<F>, R>(
@@ -88,11 +89,10 @@ class Guard<S extends string, F extends string> implements TransitionGuard<S, F>
       throw error;
     }
     const to: unknown = (entity as Record<string, unknown>)[this.field];
-    if (to === from || (typeof to === 'string' && this.targets('from', from).includes(to))) return value;
+    const allowed: readonly unknown[] = this.transitions.get(from)!; // stateOf checked `from`: a state
+    if (to === from || allowed.includes(to)) return value;
     snapshot.restore();
-    throw new InvalidTransitionError(this.field, from, to, {
-      expose: typeof to === 'string' && this.transitions.has(to),
-    });
+    throw new InvalidTransitionError(this.field, from, to, { expose: this.transitions.has(to) });
   }
 
   canTransition(from: S, to: S): boolean {
@@ -107,7 +107,7 @@ class Guard<S extends string, F extends string> implements TransitionGuard<S, F>
 
   /** The targets of `state`, or a `TypeError` naming `name` when it is no state. */
   private targets(name: string, state: unknown): readonly string[] {
-    const targets = typeof state === 'string' ? this.transitions.get(state) : undefined;
+    const targets = this.transitions.get(state);
     if (targets === undefined) {
       const states = [...this.transitions.keys()].map(show).join(', ');
       throw new TypeError(`expected "${name}" to be a state (one of ${states}), got ${show(state)}`);
