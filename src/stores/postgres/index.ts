@@ -4,16 +4,13 @@
  * their tables; every store call has its own deadline (`timeoutMs`, default 1000 ms) and fails with
  * `StoreUnavailableError`; time always comes from the database's `clock_timestamp()`.
  */
-import { show } from '../../core/validate.js';
-import { type Database, isPGlite, isPgPool, type PostgresDatabase } from './database.js';
-import { QueryDeadline } from './deadline.js';
+import type { PostgresDatabase } from './database.js';
 import { PostgresFenceStore } from './fence.js';
 import { PostgresIdempotencyStore } from './idempotency.js';
 import { PostgresLockStore } from './lock.js';
 import { type MigrateResult, migrate } from './migrate.js';
+import { openDatabase } from './open-database.js';
 import { type PostgresStoresOptions, readPostgresStoresOptions } from './options.js';
-import { PgDatabase } from './pg-database.js';
-import { PGliteDatabase } from './pglite-database.js';
 
 export type {
   PGliteLike,
@@ -89,13 +86,8 @@ export interface PostgresStores {
  * const payments = idempotency({ store: stores.idempotency, leaseMs: 10_000, ttlMs: 86_400_000 });
  */
 export function postgresStores(db: PostgresDatabase, options?: PostgresStoresOptions): PostgresStores {
-  const pglite = isPGlite(db);
-  if (!pglite && !isPgPool(db)) {
-    throw new TypeError(`expected "db" to be a pg Pool or a PGlite instance, got ${show(db)}`);
-  }
   const o = readPostgresStoresOptions(options);
-  const deadline = new QueryDeadline(o.clock, o.timeoutMs, pglite ? 'PGlite' : 'PostgreSQL');
-  const database: Database = pglite ? new PGliteDatabase(db, deadline) : new PgDatabase(db, deadline);
+  const { database, deadline } = openDatabase(db, o.clock, o.timeoutMs);
   const notifications = o.listen ? () => database.notifications() : undefined;
   let idempotency: PostgresIdempotencyStore | undefined;
   let lock: PostgresLockStore | undefined;

@@ -24,11 +24,10 @@ import {
 } from '../../core/read-options.js';
 import { show } from '../../core/validate.js';
 import type { Versioned } from '../../optimistic/options.js';
-import { type Database, isPGlite, isPgPool, type PostgresDatabase } from './database.js';
-import { DEFAULT_POSTGRES_TIMEOUT_MS, QueryDeadline } from './deadline.js';
+import type { PostgresDatabase } from './database.js';
+import { DEFAULT_POSTGRES_TIMEOUT_MS } from './deadline.js';
 import { quoteIdent } from './identifiers.js';
-import { PgDatabase } from './pg-database.js';
-import { PGliteDatabase } from './pglite-database.js';
+import { openDatabase } from './open-database.js';
 import { safeInteger } from './values.js';
 
 /**
@@ -166,13 +165,6 @@ function rowKey(key: unknown): RowKey {
   throw new TypeError(`expected "key" to be a string without U+0000 or a finite number, got ${show(key)}`);
 }
 
-/** The database of `db`, as `postgresStores` wraps it; a `TypeError` for anything else. */
-function openDatabase(db: PostgresDatabase, deadline: (what: string) => QueryDeadline): Database {
-  if (isPGlite(db)) return new PGliteDatabase(db, deadline('PGlite'));
-  if (isPgPool(db)) return new PgDatabase(db, deadline('PostgreSQL'));
-  throw new TypeError(`expected "db" to be a pg Pool or a PGlite instance, got ${show(db)}`);
-}
-
 /**
  * The `load` and `save` of `optimisticUpdate()` over rows of your own table with an integer
  * version column, on a `pg` Pool or a PGlite instance (what `postgresStores` takes). `load` is one
@@ -202,7 +194,7 @@ export function versionedRows<T extends object = Record<string, unknown>, K exte
   options: VersionedRowsOptions<T>,
 ): VersionedRows<T, K> {
   const o = readVersionedRowsOptions(options as VersionedRowsOptions<never>, VERSION_ALIAS);
-  const database = openDatabase(db, (what) => new QueryDeadline(o.clock, o.timeoutMs, what));
+  const { database } = openDatabase(db, o.clock, o.timeoutMs);
   const table =
     o.schema === undefined ? quoteIdent(o.table) : `${quoteIdent(o.schema)}.${quoteIdent(o.table)}`;
   const sql = rowSql(table, o.id, o.version, o.columns);
