@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeEach, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it, onTestFinished } from 'vitest';
 import { isLockLostError, isStaleFenceError } from '../../src/lock/errors.js';
 import { distributedLock } from '../../src/lock/lock.js';
 import { redisStores } from '../../src/stores/redis/index.js';
@@ -111,7 +111,8 @@ async function restartableRedis() {
     probe.disconnect();
   };
   await start();
-  afterAll(() => {
+  // Registered from inside the test, so it must be a test hook (an afterAll there never runs).
+  onTestFinished(() => {
     child?.kill('SIGKILL');
   });
   return {
