@@ -18,7 +18,7 @@ import {
   signal,
   withDefault,
 } from '../core/read-options.js';
-import { show } from '../core/validate.js';
+import { show, storeKey } from '../core/validate.js';
 import type { CacheLayer, LocalCacheLayer, RemoteCacheLayer } from './store.js';
 
 /** How values travel to and from the remote layer (L2). */
@@ -147,8 +147,8 @@ const earlyRefreshCheck = (name: string, value: unknown): number => {
 };
 
 const namespaceCheck = (name: string, value: unknown): string => {
-  const text = nonEmptyString(name, value);
-  if (text.includes('\u0000') || !(text as string & { isWellFormed(): boolean }).isWellFormed())
+  const text = storeKey(name, value);
+  if (text.includes('\u0000'))
     throw new TypeError(`expected "${name}" to be a well-formed string without NUL, got ${show(value)}`);
   return text;
 };

@@ -95,13 +95,18 @@ export class RemoteTier {
    */
   async write(key: string, value: unknown, ttlMs: number, graceMs: number, notify: boolean, strict: boolean) {
     const payload = value === undefined ? NOT_FOUND : VALUE + this.o.serializer.serialize(value);
-    const message = notify ? this.message('k', key) : undefined;
+    const message = notify ? this.message('k', this.o.namespace, key) : undefined;
     return this.call('set', key, (k) => this.layer.set(k, payload, ttlMs, graceMs, message), strict);
   }
 
   /** Deletes `key` everywhere and tells the other processes; rejects when L2 fails (reported). */
   async delete(key: string): Promise<void> {
-    await this.call('delete', key, (k) => this.layer.delete(k, this.message('k', key)), true);
+    await this.call(
+      'delete',
+      key,
+      (k) => this.layer.delete(k, this.message('k', this.o.namespace, key)),
+      true,
+    );
   }
 
   /**
@@ -112,7 +117,7 @@ export class RemoteTier {
   async clear(namespace: string): Promise<void> {
     const generation = this.generation;
     const version = await this.guard('clear', namespace, () =>
-      this.layer.bumpVersion(namespace, [this.origin, 'v', namespace].join(SEP)),
+      this.layer.bumpVersion(namespace, this.message('v', namespace)),
     );
     // A failed bump threw (guard is strict): the version is a number.
     if (namespace === this.o.namespace) this.keepVersion(version as number, generation);
@@ -211,8 +216,10 @@ export class RemoteTier {
     this.versionRead = undefined;
   }
 
-  private message(type: 'k', key: string): string {
-    return [this.origin, type, this.o.namespace, key].join(SEP);
+  /** A message to the other processes: `<origin> k <namespace> <key>`, or `<origin> v <namespace>`. */
+  // Stryker disable next-line StringLiteral: a version message's last part is never read
+  private message(type: 'k' | 'v', namespace: string, key = ''): string {
+    return [this.origin, type, namespace, key].join(SEP);
   }
 
   private receive(message: string, events: RemoteEvents): void {

@@ -17,6 +17,7 @@ import {
   nonNegativeOrInfinity,
   oneOf,
   optional,
+  policy,
   positiveFraction,
   positiveInt,
   positiveIntOrInfinity,
@@ -293,5 +294,16 @@ describe('reading', () => {
     const given = { max: 1 };
     expect(read(given)).not.toBe(given);
     expect(() => read({ max: 1, toString: () => 'x' })).toThrow(/^unknown option "toString" in test options/);
+  });
+});
+
+describe('policy', () => {
+  it('takes anything with execute and refuses the rest, naming the option', () => {
+    const p = { execute: () => Promise.resolve(1) };
+    expect(policy('compensation', p)).toBe(p);
+    for (const bad of [null, undefined, {}, { execute: 1 }, 'retry'])
+      expect(() => policy('compensation', bad)).toThrow(
+        /^expected "compensation" to be a policy \(with execute\), got /,
+      );
   });
 });

@@ -8,6 +8,7 @@
 import { isAbortSignal } from './abort.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Listener } from './events.js';
+import type { Policy } from './policy.js';
 import {
   inRange,
   isClock,
@@ -103,6 +104,13 @@ export function nested<S extends Schema<object>>(schema: S): Check<ReadOptions<S
     return readFields(name, value as object, schema, `${name}.`);
   };
 }
+
+/** A policy: anything with an `execute` method (`retry()`, `timeout()`, a `pipeline`, your own). */
+export const policy: Check<Policy<unknown>> = (name, value) => {
+  if (typeof (value as Partial<Policy<unknown>> | null)?.execute !== 'function')
+    throw new TypeError(`expected "${name}" to be a policy (with execute), got ${show(value)}`);
+  return value as Policy<unknown>;
+};
 
 /** A string with at least one character (a name). */
 export const nonEmptyString: Check<string> = (name, value) => {

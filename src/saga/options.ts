@@ -9,13 +9,13 @@ import {
   listenerField,
   nonEmptyString,
   optional,
+  policy,
   readOptions,
   required,
   type Schema,
   signal,
   withDefault,
 } from '../core/read-options.js';
-import { show } from '../core/validate.js';
 
 /** What a step's `run` gets. */
 export interface StepContext<Input, Outputs> {
@@ -110,15 +110,9 @@ export interface SagaRunOptions {
   readonly id?: string | undefined;
 }
 
-const policyCheck = (name: string, value: unknown): Policy<unknown> => {
-  if (typeof (value as Partial<Policy> | null)?.execute !== 'function')
-    throw new TypeError(`expected "${name}" to be a policy (with execute), got ${show(value)}`);
-  return value as Policy<unknown>;
-};
-
 const schema = {
   name: withDefault('saga', nonEmptyString),
-  compensation: optional(policyCheck),
+  compensation: optional(policy),
   clock: clockField,
   onStepFailed: listenerField<StepFailedEvent>(),
   onCompensated: listenerField<CompensatedEvent>(),
@@ -135,7 +129,7 @@ const stepSchema = {
   run: required(func<(context: never) => unknown>()),
   compensate: optional(func<(context: never) => unknown>()),
   optional: withDefault(false, boolean),
-  retry: optional(policyCheck),
+  retry: optional(policy),
 } satisfies Schema<StepDefinition<unknown, unknown, string, unknown>>;
 
 /** A step as read and checked. */
