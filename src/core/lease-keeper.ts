@@ -8,6 +8,11 @@
 import type { Clock, TimerHandle } from './clock.js';
 import { LazySignal } from './lazy-signal.js';
 
+/** The margin for clock drift to take off each lease's end, as node-redlock: 1 % of it plus 2 ms. */
+export function driftMarginMs(leaseMs: number): number {
+  return Math.ceil(leaseMs * 0.01) + 2;
+}
+
 /** Why a renewal lost the lease. */
 export type LeaseLoss = 'renew-refused' | 'renew-failed' | 'renew-late';
 
@@ -65,6 +70,11 @@ export class LeaseKeeper<Reason extends string = never> {
   /** True once the caller aborted or the lease was lost ({@link signal} is then aborted). */
   get aborted(): boolean {
     return this.lazy.aborted;
+  }
+
+  /** Why {@link signal} aborted (the caller's reason, or the lost error); undefined before. */
+  get reason(): unknown {
+    return this.lazy.reason;
   }
 
   /** Stops renewing; a renewal still in flight is then ignored. */

@@ -205,6 +205,25 @@ export function instanceOf<T>(type: abstract new (...args: never[]) => T, descri
   };
 }
 
+/**
+ * A store: an object with each of `methods` (functions) and, when `withDeadline`, a numeric
+ * `timeoutMs`; described as `description` in messages (`a lock store`).
+ */
+export function storeOf<T>(description: string, methods: readonly string[], withDeadline: boolean): Check<T> {
+  const wanted = withDeadline ? [...methods, 'timeoutMs'].join(', ') : methods.join(', ');
+  return (name, value) => {
+    const store = value as Record<string, unknown> | null;
+    if (
+      typeof store !== 'object' ||
+      store === null ||
+      methods.some((m) => typeof store[m] !== 'function') ||
+      (withDeadline && typeof store.timeoutMs !== 'number')
+    )
+      throw new TypeError(`expected "${name}" to be ${description} (${wanted}), got ${show(value)}`);
+    return value as T;
+  };
+}
+
 /** The `clock` option of every factory that waits or reads time. @default systemClock */
 export const clockField: Field<Clock> = withDefault(systemClock, (name, value) =>
   isClock<Clock>(name, value),

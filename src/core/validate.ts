@@ -200,3 +200,17 @@ export function storeKey(name: string, value: unknown): string {
   }
   return value;
 }
+
+/**
+ * A key for a store that keeps it as text (PostgreSQL `text`, and the stores that must behave
+ * alike): {@link storeKey}, and no U+0000 (PostgreSQL text cannot hold it).
+ */
+export function textValue(name: string, value: unknown): string {
+  const text = storeKey(name, value);
+  if (text.includes('\u0000')) {
+    throw new TypeError(
+      `expected "${name}" to contain no U+0000 (PostgreSQL text cannot hold it), got ${show(value)}`,
+    );
+  }
+  return text;
+}

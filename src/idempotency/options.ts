@@ -15,9 +15,9 @@ import {
   positiveInt,
   readOptions,
   type Schema,
+  storeOf,
   withDefault,
 } from '../core/read-options.js';
-import { show } from '../core/validate.js';
 import type { IdempotencyStore } from './store.js';
 
 /** A result replayed to a duplicate request: the handler did not run. */
@@ -102,16 +102,11 @@ export interface IdempotencyOptions<Tx = undefined> {
   readonly onStoreError?: Listener<IdempotencyStoreErrorEvent> | undefined;
 }
 
-const storeCheck = (name: string, value: unknown): IdempotencyStore<unknown> => {
-  const store = value as Partial<IdempotencyStore<unknown>> | null;
-  const methods = ['claim', 'complete', 'release', 'renew'] as const;
-  if (methods.some((m) => typeof store?.[m] !== 'function')) {
-    throw new TypeError(
-      `expected "${name}" to be an idempotency store (claim, complete, release, renew), got ${show(value)}`,
-    );
-  }
-  return store as IdempotencyStore<unknown>;
-};
+const storeCheck = storeOf<IdempotencyStore<unknown>>(
+  'an idempotency store',
+  ['claim', 'complete', 'release', 'renew'],
+  false,
+);
 
 const schema = {
   store: optional(storeCheck),

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
-import { LeaseKeeper } from '../core/lease-keeper.js';
+import { driftMarginMs, LeaseKeeper } from '../core/lease-keeper.js';
 import { FIRST_POLL_MS, PollingWait, type Watch } from '../core/polling-wait.js';
 import { show, storeKey } from '../core/validate.js';
 import { LockLostError, LockNotAcquiredError } from './errors.js';
@@ -67,11 +67,6 @@ export interface DistributedLock {
 }
 
 type CallOptions = ReturnType<typeof readWithLockOptions>;
-
-/** The margin for clock drift taken off each lease's end, as node-redlock: 1 % of it plus 2 ms. */
-function driftMs(ttlMs: number): number {
-  return Math.ceil(ttlMs * 0.01) + 2;
-}
 
 class DistributedLockImpl implements DistributedLock {
   readonly name: string;
@@ -217,7 +212,7 @@ class DistributedLockImpl implements DistributedLock {
       leaseMs: o.ttlMs,
       clock: this.o.clock,
       sentAt,
-      marginMs: driftMs(o.ttlMs),
+      marginMs: driftMarginMs(o.ttlMs),
       signal: o.signal,
       renew: () => this.store.renew(key, owner, o.ttlMs),
       lostError: (cause) => new LockLostError(key, cause),

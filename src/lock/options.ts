@@ -17,6 +17,7 @@ import {
   readOptions,
   type Schema,
   signal,
+  storeOf,
   withDefault,
 } from '../core/read-options.js';
 import { show } from '../core/validate.js';
@@ -84,16 +85,7 @@ export interface WithLockOptions {
 /** The shortest `ttlMs` whatever the store. */
 export const MIN_TTL_MS = 300;
 
-const storeCheck = (name: string, value: unknown): LockStore => {
-  const store = value as Partial<LockStore> | null;
-  const methods = ['acquire', 'renew', 'release'] as const;
-  if (methods.some((m) => typeof store?.[m] !== 'function') || typeof store?.timeoutMs !== 'number') {
-    throw new TypeError(
-      `expected "${name}" to be a lock store (acquire, renew, release, timeoutMs), got ${show(value)}`,
-    );
-  }
-  return store as LockStore;
-};
+const storeCheck = storeOf<LockStore>('a lock store', ['acquire', 'renew', 'release'], true);
 
 const schema = {
   store: optional(storeCheck),

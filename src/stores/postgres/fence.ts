@@ -15,14 +15,14 @@
  * — where zero rows updated means the fence was stale (or the row is missing): the lock was lost,
  * so do not retry with that fence.
  */
-import { show } from '../../core/validate.js';
+import { show, textValue } from '../../core/validate.js';
 import { StaleFenceError } from '../../lock/errors.js';
 import { fenceValue } from '../../lock/memory-store.js';
 import type { FenceStore } from '../../lock/store.js';
 import type { Database, PostgresTransaction } from './database.js';
 import { type FenceSql, fenceSql } from './fence-sql.js';
 import { quoteIdent } from './identifiers.js';
-import { safeInteger, textValue } from './values.js';
+import { safeInteger } from './values.js';
 
 /**
  * Fenced writes in PostgreSQL (or PGlite), from `postgresStores(db).fence`: the resource side of a

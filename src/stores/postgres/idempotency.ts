@@ -5,14 +5,13 @@
  */
 import type { Clock } from '../../core/clock.js';
 import { StoreUnavailableError } from '../../core/errors.js';
-import { show } from '../../core/validate.js';
+import { show, textValue } from '../../core/validate.js';
 import type { ClaimResult, IdempotencyStore } from '../../idempotency/store.js';
 import type { Database, Notifications, PostgresTransaction } from './database.js';
 import { type IdempotencySql, idempotencySql } from './idempotency-sql.js';
 import { channelName, quoteIdent } from './identifiers.js';
 import { KeyWatchers } from './key-watchers.js';
 import { Reaper } from './reaper.js';
-import { textValue } from './values.js';
 
 /** How often expired records are deleted, in milliseconds. */
 export const REAP_INTERVAL_MS = 60_000;

@@ -4,6 +4,7 @@
  * keeps and `lock-sql.ts` for the statements.
  */
 import type { Clock } from '../../core/clock.js';
+import { textValue } from '../../core/validate.js';
 import { leaseMs } from '../../lock/memory-store.js';
 import type { AcquiredLease, LockStore } from '../../lock/store.js';
 import type { Database, Notifications } from './database.js';
@@ -11,7 +12,7 @@ import { channelName, quoteIdent } from './identifiers.js';
 import { KeyWatchers } from './key-watchers.js';
 import { type LockSql, lockSql } from './lock-sql.js';
 import { Reaper } from './reaper.js';
-import { safeInteger, textValue } from './values.js';
+import { safeInteger } from './values.js';
 
 /** How often free rows are deleted, in milliseconds. */
 export const LOCK_REAP_INTERVAL_MS = 60_000;

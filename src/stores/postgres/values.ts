@@ -3,18 +3,7 @@
  * a value PostgreSQL cannot hold is a `TypeError` naming it, never a store failure.
  */
 import { StoreUnavailableError } from '../../core/errors.js';
-import { show, storeKey } from '../../core/validate.js';
-
-/** `value` as a key, owner or fingerprint: a non-empty well-formed string without U+0000 (text cannot hold it). */
-export function textValue(name: string, value: unknown): string {
-  const text = storeKey(name, value);
-  if (text.includes('\u0000')) {
-    throw new TypeError(
-      `expected "${name}" to contain no U+0000 (PostgreSQL text cannot hold it), got ${show(value)}`,
-    );
-  }
-  return text;
-}
+import { show } from '../../core/validate.js';
 
 /**
  * A `bigint` column as `pg` and PGlite return it cast to text (`fence::text`), as a number: exact,
