@@ -257,18 +257,42 @@ export type {
   RetryPredicate,
 } from './retry/options.js';
 export { type RetryPolicy, retry, retryAll, retryIf } from './retry/retry.js';
-export { type CompensationFailure, isSagaFailedError, SagaFailedError } from './saga/errors.js';
+export {
+  type CompensationFailure,
+  DuplicateSagaError,
+  isDuplicateSagaError,
+  isSagaFailedError,
+  isSagaLeaseLostError,
+  SagaFailedError,
+  SagaLeaseLostError,
+} from './saga/errors.js';
+export { MemorySagaLog, type MemorySagaLogOptions, memorySagaLog } from './saga/memory-store.js';
 export type {
   CompensatedEvent,
   CompensationContext,
   CompensationFailedEvent,
+  RecoverOptions,
   SagaOptions,
   SagaRunOptions,
   StepContext,
   StepDefinition,
   StepFailedEvent,
 } from './saga/options.js';
-export { type Saga, type SagaResult, saga } from './saga/saga.js';
+export type { AttentionReason, RecoverResult, SagaAttention } from './saga/recover.js';
+export type { SagaResult } from './saga/run.js';
+export { type Saga, saga } from './saga/saga.js';
+export {
+  type ClaimedRun,
+  type LoggedStep,
+  SAGA_RETENTION_MS,
+  type SagaChange,
+  type SagaLease,
+  type SagaLog,
+  type SagaStatus,
+  type StatusChange,
+  type StepChange,
+  type StepState,
+} from './saga/store.js';
 export { Coalescer } from './sharing/coalescer.js';
 export { type Deduped, dedup } from './sharing/dedup.js';
 export type {

@@ -39,7 +39,7 @@ describe('folder layout', () => {
     ['lock', ['lock.ts', 'options.ts', 'errors.ts', 'store.ts', 'memory-store.ts']],
     ['sharing', ['coalescer.ts', 'dedup.ts', 'options.ts']],
     ['cache', ['cache.ts', 'options.ts', 'store.ts', 'memory-store.ts']],
-    ['saga', ['saga.ts', 'options.ts', 'errors.ts']],
+    ['saga', ['saga.ts', 'options.ts', 'errors.ts', 'store.ts', 'memory-store.ts']],
     ['transition', ['transition-guard.ts', 'options.ts', 'errors.ts', 'snapshot.ts']],
     ['optimistic', ['optimistic-update.ts', 'options.ts', 'errors.ts']],
   ])('%s/ holds its roles', (folder, files) => {

@@ -50,3 +50,46 @@ export class SagaFailedError extends RejectedError {
 }
 /** True for a {@link SagaFailedError} from any copy of bulwark. */
 export const isSagaFailedError = defineErrorGuard<SagaFailedError>('ERR_SAGA_FAILED');
+
+/**
+ * A durable saga's `run` was given an id the log already holds for this saga (running, or
+ * finished and still retained): nothing ran. Kind `conflict`: the run exists; look at it rather
+ * than run it again.
+ */
+export class DuplicateSagaError extends RejectedError {
+  /** The id that was taken. */
+  readonly sagaId: string;
+  constructor(sagaId: string) {
+    super(`a saga run with id "${sagaId}" is already in the log`, {
+      code: 'ERR_SAGA_DUPLICATE',
+      kind: 'conflict',
+      expose: true,
+    });
+    this.sagaId = sagaId;
+  }
+}
+/** True for a {@link DuplicateSagaError} from any copy of bulwark. */
+export const isDuplicateSagaError = defineErrorGuard<DuplicateSagaError>('ERR_SAGA_DUPLICATE');
+
+/**
+ * A durable saga's runner lost its run: a renewal of its lease was refused (another process
+ * claimed the run with `recover()`), failed (the log was unreachable), or came too late, or a log
+ * write was refused. The runner went no further and wrote nothing more; it compensated the steps
+ * it had completed (so a compensation may run twice: once here, once by the recovery; each has
+ * its idempotency key). The `cause` of a `SagaFailedError`. Kind `conflict`.
+ */
+export class SagaLeaseLostError extends RejectedError {
+  /** The run whose lease was lost. */
+  readonly sagaId: string;
+  constructor(sagaId: string, cause?: unknown) {
+    super(`the saga run "${sagaId}" lost its lease on the log`, {
+      code: 'ERR_SAGA_LEASE_LOST',
+      kind: 'conflict',
+      cause,
+      expose: true,
+    });
+    this.sagaId = sagaId;
+  }
+}
+/** True for a {@link SagaLeaseLostError} from any copy of bulwark. */
+export const isSagaLeaseLostError = defineErrorGuard<SagaLeaseLostError>('ERR_SAGA_LEASE_LOST');

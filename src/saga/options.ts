@@ -10,12 +10,16 @@ import {
   nonEmptyString,
   optional,
   policy,
+  positiveInt,
   readOptions,
   required,
   type Schema,
   signal,
+  storeOf,
   withDefault,
 } from '../core/read-options.js';
+import { show } from '../core/validate.js';
+import type { SagaLog } from './store.js';
 
 /** What a step's `run` gets. */
 export interface StepContext<Input, Outputs> {
@@ -92,8 +96,21 @@ export interface SagaOptions {
    * `pipeline(retryAll({ maxAttempts: 3, backoff: exponentialJitter({ baseMs: 100, maxMs: 2_000 }) }), timeout(30_000, { mode: 'aggressive' }))`
    */
   readonly compensation?: Policy<unknown> | undefined;
-  /** The clock of the default compensation policy. @default systemClock */
+  /** The clock of the default compensation policy and of the lease on the log. @default systemClock */
   readonly clock?: Clock | undefined;
+  /**
+   * Where each run is recorded, before and after each step, so that `recover()` can finish what a
+   * crash left mid-flight: `postgresStores(db).sagaLog`, or `memorySagaLog()` (one process). With a
+   * log, inputs and outputs must be JSON-serialisable and run ids are unique. @default none: the
+   * run is kept in memory only
+   */
+  readonly log?: SagaLog | undefined;
+  /**
+   * With a `log`: the lease on a run, in ms, renewed every `leaseMs / 3` while it runs: how long
+   * after a crash `recover()` may take the run over. At least 300 ms and 3 × the log's deadline (a
+   * `TypeError` otherwise). @default 30_000
+   */
+  readonly leaseMs?: number | undefined;
   /** Subscribes to failed steps, as `.onStepFailed(listener)`. */
   readonly onStepFailed?: Listener<StepFailedEvent> | undefined;
   /** Subscribes to compensated steps, as `.onCompensated(listener)`. */
@@ -110,10 +127,15 @@ export interface SagaRunOptions {
   readonly id?: string | undefined;
 }
 
+/** The shortest `leaseMs` whatever the log. */
+export const MIN_LEASE_MS = 300;
+
 const schema = {
   name: withDefault('saga', nonEmptyString),
   compensation: optional(policy),
   clock: clockField,
+  log: optional(storeOf<SagaLog>('a saga log', ['start', 'write', 'renew', 'claim'], true)),
+  leaseMs: withDefault(30_000, positiveInt),
   onStepFailed: listenerField<StepFailedEvent>(),
   onCompensated: listenerField<CompensatedEvent>(),
   onCompensationFailed: listenerField<CompensationFailedEvent>(),
@@ -121,7 +143,14 @@ const schema = {
 
 /** Reads and checks `options`; a `TypeError` names a bad or unknown option. */
 export function readSagaOptions(options: SagaOptions | undefined) {
-  return readOptions('saga options', options, schema);
+  const o = readOptions('saga options', options, schema);
+  const min = Math.max(MIN_LEASE_MS, 3 * (o.log?.timeoutMs ?? 0));
+  if (o.leaseMs < min || !Number.isSafeInteger(o.leaseMs)) {
+    throw new TypeError(
+      `expected "leaseMs" to be at least ${min} (300 ms and 3 × the log's deadline, so a renewal can be confirmed in time), got ${show(o.leaseMs)}`,
+    );
+  }
+  return o;
 }
 
 const stepSchema = {
@@ -141,6 +170,19 @@ export function readStep(step: StepDefinition<never, never, string, unknown>) {
 }
 
 const runSchema = { signal: optional(signal), id: optional(nonEmptyString) } satisfies Schema<SagaRunOptions>;
+
+/** Options of `recover()`. */
+export interface RecoverOptions {
+  /** Aborting it stops claiming more runs; the run being recovered is finished first. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+const recoverSchema = { signal: optional(signal) } satisfies Schema<RecoverOptions>;
+
+/** `recover()`'s options; a `TypeError` for a bad or unknown option. */
+export function readRecoverOptions(options: RecoverOptions | undefined) {
+  return readOptions('recover options', options, recoverSchema);
+}
 
 /** One run's options; a `TypeError` for a bad or unknown option. */
 export function readRunOptions(options: SagaRunOptions | undefined) {

@@ -4,34 +4,27 @@
  * policy and a signal of its own, none skipped because another failed.
  */
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../core/clock.js';
-import { type Disposer, type Listener, Listeners } from '../core/events.js';
-import { LazySignal } from '../core/lazy-signal.js';
-import { pipeline } from '../core/pipeline.js';
-import type { Policy } from '../core/policy.js';
-import { exponentialJitter } from '../retry/backoff.js';
-import { retryAll } from '../retry/retry.js';
-import { timeout } from '../timeout/timeout.js';
-import { type CompensationFailure, SagaFailedError } from './errors.js';
+import type { Disposer, Listener } from '../core/events.js';
+import { Compensator, defaultCompensation, SagaEvents } from './compensation.js';
+import { DuplicateSagaError } from './errors.js';
+import { CallerProgress, Journal } from './journal.js';
+import { toJson } from './json.js';
 import {
   type CompensatedEvent,
   type CompensationFailedEvent,
   type ReadStep,
+  type RecoverOptions,
+  readRecoverOptions,
   readRunOptions,
   readSagaOptions,
   readStep,
   type SagaOptions,
   type SagaRunOptions,
-  type StepContext,
   type StepDefinition,
   type StepFailedEvent,
 } from './options.js';
-
-/** What a saga run resolves: every step's output, and the optional steps that failed. */
-export interface SagaResult<Outputs> {
-  readonly outputs: Outputs;
-  readonly skipped: readonly { readonly step: string; readonly error: unknown }[];
-}
+import { type RecoverResult, recoverRuns } from './recover.js';
+import { nextOwner, type SagaResult, SagaRun, type SagaShared } from './run.js';
 
 /** A saga, from {@link saga}: add steps with `step`, then `run`. */
 export interface Saga<Input, Outputs = Record<never, never>> {
@@ -57,6 +50,15 @@ export interface Saga<Input, Outputs = Record<never, never>> {
    * `TypeError` for bad options, before any step runs.
    */
   run(input: Input, options?: SagaRunOptions): Promise<SagaResult<Outputs>>;
+  /**
+   * With a `log`: finds the runs of this saga that stopped mid-flight (their process crashed, or
+   * lost its lease) and whose lease has ended, claims each (so two processes recovering at once
+   * never both take one run), and finishes it: a run whose every step had completed is recorded
+   * completed; any other has its completed steps compensated, newest first (a step already
+   * compensated is skipped). Resolves `{ recovered, completed, compensated, needsAttention }`.
+   * Rejects with a `TypeError` without a log, and with the log's error when it fails.
+   */
+  recover(options?: RecoverOptions): Promise<RecoverResult>;
   /** Subscribes to failed steps; returns the disposer. */
   onStepFailed(listener: Listener<StepFailedEvent>): Disposer;
   /** Subscribes to compensated steps; returns the disposer. */
@@ -65,36 +67,15 @@ export interface Saga<Input, Outputs = Record<never, never>> {
   onCompensationFailed(listener: Listener<CompensationFailedEvent>): Disposer;
 }
 
-/** A step that completed, with its output: what a compensation gets. */
-interface Completed {
-  readonly step: ReadStep;
-  readonly output: unknown;
-}
-
-/** The events of one saga, shared by the sagas `step` derives from it. */
-class SagaEvents {
-  readonly stepFailures = new Listeners<StepFailedEvent>();
-  readonly compensations = new Listeners<CompensatedEvent>();
-  readonly compensationFailures = new Listeners<CompensationFailedEvent>();
-}
-
-/** The default compensation policy: three tries with jittered backoff, 30 s each (aggressive: a compensation that ignores its signal still ends). */
-function defaultCompensation(clock: Clock): Policy<unknown> {
-  return pipeline(
-    retryAll({ maxAttempts: 3, backoff: exponentialJitter({ baseMs: 100, maxMs: 2_000 }), clock }),
-    timeout(30_000, { clock, mode: 'aggressive' }),
-  );
-}
-
 class SagaImpl<Input, Outputs> implements Saga<Input, Outputs> {
+  readonly name: string;
   readonly steps: readonly string[];
 
   constructor(
-    readonly name: string,
+    private readonly shared: SagaShared,
     private readonly definitions: readonly ReadStep[],
-    private readonly compensation: Policy<unknown>,
-    private readonly events: SagaEvents,
   ) {
+    this.name = shared.name;
     this.steps = definitions.map((d) => d.name);
   }
 
@@ -105,104 +86,57 @@ class SagaImpl<Input, Outputs> implements Saga<Input, Outputs> {
     if (this.steps.includes(read.name))
       throw new TypeError(`expected step names to be unique, got "${read.name}" twice`);
     // The outputs' type grows with each step; the runtime object is the same kind of saga.
-    return new SagaImpl<Input, Outputs & { readonly [K in Name]: Output }>(
-      this.name,
-      [...this.definitions, read],
-      this.compensation,
-      this.events,
-    );
+    return new SagaImpl<Input, Outputs & { readonly [K in Name]: Output }>(this.shared, [
+      ...this.definitions,
+      read,
+    ]);
   }
 
   async run(input: Input, options?: SagaRunOptions): Promise<SagaResult<Outputs>> {
     const { signal, id = randomUUID() } = readRunOptions(options);
-    // Without a caller's signal, steps get one that never aborts (made only if a step reads it).
-    // Stryker disable next-line ConditionalExpression: (true) with a caller's signal the quiet one is never read
-    const quiet = signal === undefined ? new LazySignal() : undefined;
-    const outputs: Record<string, unknown> = {};
-    const skipped: { step: string; error: unknown }[] = [];
-    const completed: Completed[] = [];
-    for (const step of this.definitions) {
-      let failure: { error: unknown } | undefined;
-      if (signal?.aborted) failure = { error: signal.reason };
-      else {
-        const context: StepContext<Input, unknown> = {
-          input,
-          outputs,
-          sagaId: id,
-          get signal() {
-            return signal ?? (quiet as LazySignal).signal;
-          },
-        };
-        try {
-          const output = await this.runStep(step, context);
-          completed.push({ step, output });
-          outputs[step.name] = output;
-          // It completed, but the caller left meanwhile: the saga stops here, this step undone too.
-          if (signal?.aborted) failure = { error: signal.reason };
-        } catch (error) {
-          const optional = step.optional && !signal?.aborted;
-          this.stepFailed(id, step.name, error, optional);
-          if (optional) skipped.push({ step: step.name, error });
-          else failure = { error };
-        }
-      }
-      if (failure !== undefined) {
-        const { compensated, errors } = await this.compensate(completed, input, id);
-        throw new SagaFailedError(id, step.name, failure.error, compensated, errors);
-      }
-    }
-    return { outputs: outputs as Outputs, skipped };
+    const journal = await this.begin(input, id, signal);
+    const progress = journal ?? new CallerProgress(signal);
+    const run = new SagaRun(this.shared, this.definitions, input, id, progress, journal);
+    return (await run.execute()) as SagaResult<Outputs>;
+  }
+
+  async recover(options?: RecoverOptions): Promise<RecoverResult> {
+    const { signal } = readRecoverOptions(options);
+    const { log } = this.shared;
+    if (log === undefined) throw new TypeError('recover() needs a saga with a log');
+    return await recoverRuns({
+      ...this.shared,
+      log,
+      definitions: this.definitions,
+      signal,
+      owner: () => nextOwner(this.shared),
+    });
   }
 
   onStepFailed(listener: Listener<StepFailedEvent>): Disposer {
-    return this.events.stepFailures.add(listener);
+    return this.shared.events.stepFailures.add(listener);
   }
 
   onCompensated(listener: Listener<CompensatedEvent>): Disposer {
-    return this.events.compensations.add(listener);
+    return this.shared.events.compensations.add(listener);
   }
 
   onCompensationFailed(listener: Listener<CompensationFailedEvent>): Disposer {
-    return this.events.compensationFailures.add(listener);
+    return this.shared.events.compensationFailures.add(listener);
   }
 
-  private runStep(step: ReadStep, context: StepContext<Input, unknown>): Promise<unknown> {
-    const run = step.run as (context: StepContext<Input, unknown>) => unknown;
-    if (step.retry === undefined) return Promise.resolve().then(() => run(context));
-    return step.retry.execute(({ signal }) => run({ ...context, signal }), { signal: context.signal });
-  }
-
-  /** Undoes `completed` in reverse order; every compensation is tried, whatever the others do. */
-  private async compensate(completed: readonly Completed[], input: Input, sagaId: string) {
-    const compensated: string[] = [];
-    const errors: CompensationFailure[] = [];
-    for (let i = completed.length - 1; i >= 0; i--) {
-      const { step, output } = completed[i]!;
-      const undo = step.compensate as ((context: unknown) => unknown) | undefined;
-      if (undo === undefined) continue;
-      const idempotencyKey = `${sagaId}:${step.name}`;
-      try {
-        await this.compensation.execute(({ signal }) =>
-          undo({ input, output, signal, idempotencyKey, sagaId }),
-        );
-        compensated.push(step.name);
-        // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
-        if (this.events.compensations.active)
-          this.events.compensations.emit({ policy: this.name, sagaId, step: step.name });
-      } catch (error) {
-        errors.push({ step: step.name, error });
-        // Stryker disable next-line ConditionalExpression: (true) as above
-        if (this.events.compensationFailures.active)
-          this.events.compensationFailures.emit({ policy: this.name, sagaId, step: step.name, error });
-      }
-    }
-    return { compensated, errors };
-  }
-
-  private stepFailed(sagaId: string, step: string, error: unknown, optional: boolean): void {
-    // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
-    if (this.events.stepFailures.active)
-      this.events.stepFailures.emit({ policy: this.name, sagaId, step, error, optional });
+  /**
+   * With a log: records the run (its input checked first) and keeps its lease; rejects with a
+   * `TypeError` for an input JSON would change, `DuplicateSagaError` for an id in use.
+   */
+  private async begin(input: Input, id: string, signal: AbortSignal | undefined) {
+    const { log, leaseMs, clock } = this.shared;
+    if (log === undefined) return undefined;
+    const json = toJson('the input', input) ?? 'null';
+    const lease = { name: this.name, id, owner: nextOwner(this.shared), leaseMs };
+    const sentAt = clock.now();
+    if (!(await log.start(lease, json))) throw new DuplicateSagaError(id);
+    return new Journal(log, lease, clock, sentAt, signal);
   }
 }
 
@@ -213,14 +147,18 @@ class SagaImpl<Input, Outputs> implements Saga<Input, Outputs> {
  * reach, and an `idempotencyKey` (`<sagaId>:<step>`) to pass downstream. Throws a `TypeError` for
  * a bad or unknown option.
  *
- * This saga keeps its progress in memory: a crash mid-run leaves its compensation undone (the
- * durable log and `recover()` are not built yet; see docs/saga.md).
+ * Without a `log`, a run keeps its progress in memory: a crash mid-run leaves its compensation
+ * undone. With one (`postgresStores(db).sagaLog`), each run is recorded before and after each
+ * step, and `recover()`, in any process, finishes what a crash left: compensation is then
+ * at-least-once, hence the idempotency keys.
  *
  * @example
- * const order = saga<{ orderId: string; amount: number }>({ name: 'order' })
+ * const order = saga<{ orderId: string; amount: number }>({ name: 'order', log: stores.sagaLog })
  *   .step({ name: 'payment', run: ({ input }) => payments.charge(input), compensate: ({ output, idempotencyKey }) => payments.refund(output.id, { idempotencyKey }) })
  *   .step({ name: 'shipment', run: ({ input, outputs }) => shipping.book(input.orderId, outputs.payment.id) });
- * const { outputs } = await order.run({ orderId: 'o-1', amount: 42 }, { signal: request.signal });
+ * const { outputs } = await order.run({ orderId: 'o-1', amount: 42 }, { signal: request.signal, id: 'o-1' });
+ * // at start-up, and then every minute or so, in every process:
+ * await order.recover();
  */
 export function saga<Input>(options?: SagaOptions): Saga<Input> {
   const o = readSagaOptions(options);
@@ -228,10 +166,18 @@ export function saga<Input>(options?: SagaOptions): Saga<Input> {
   if (o.onStepFailed) events.stepFailures.add(o.onStepFailed);
   if (o.onCompensated) events.compensations.add(o.onCompensated);
   if (o.onCompensationFailed) events.compensationFailures.add(o.onCompensationFailed);
+  const compensation = o.compensation ?? defaultCompensation(o.clock);
   return new SagaImpl<Input, Record<never, never>>(
-    o.name,
+    {
+      name: o.name,
+      compensator: new Compensator(o.name, compensation, events),
+      events,
+      clock: o.clock,
+      log: o.log,
+      leaseMs: o.leaseMs,
+      ownerPrefix: `${randomUUID()}:`,
+      owners: 0,
+    },
     [],
-    o.compensation ?? defaultCompensation(o.clock),
-    events,
   );
 }
