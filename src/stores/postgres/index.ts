@@ -11,6 +11,7 @@ import { PostgresLockStore } from './lock.js';
 import { type MigrateResult, migrate } from './migrate.js';
 import { openDatabase } from './open-database.js';
 import { type PostgresStoresOptions, readPostgresStoresOptions } from './options.js';
+import { PostgresSagaLog } from './saga-log.js';
 
 export type {
   PGliteLike,
@@ -25,6 +26,7 @@ export type { PostgresLockStore } from './lock.js';
 export type { MigrateResult } from './migrate.js';
 export { type RowKey, type VersionedRows, type VersionedRowsOptions, versionedRows } from './optimistic.js';
 export type { PostgresStoresOptions } from './options.js';
+export type { PostgresSagaLog } from './saga-log.js';
 
 /**
  * The PostgreSQL stores of one database, from {@link postgresStores}. Each store is created on first
@@ -51,6 +53,11 @@ export interface PostgresStores {
    */
   readonly fence: PostgresFenceStore;
   /**
+   * The saga log (`<schema>.saga_runs` and `<schema>.saga_steps`): pass it as `saga({ name, log })`,
+   * and a run left by a crashed process is finished by `recover()` in any other.
+   */
+  readonly sagaLog: PostgresSagaLog;
+  /**
    * Creates or upgrades the stores' tables in `schema` (created if missing): applies, in one
    * transaction, the migrations not applied yet, and records them in `<schema>.migrations`.
    * Idempotent, never destructive, and safe when several processes migrate at once (a
@@ -59,9 +66,9 @@ export interface PostgresStores {
    */
   migrate(): Promise<MigrateResult>;
   /**
-   * Stops the stores' timers (the idempotency and lock reapers) and closes the connection opened
-   * for notifications, if any. Never ends your pool or PGlite instance. The stores still answer
-   * afterwards, without `watch` wake-ups.
+   * Stops the stores' timers (the idempotency, lock and saga log reapers) and closes the
+   * connection opened for notifications, if any. Never ends your pool or PGlite instance. The stores
+   * still answer afterwards, without `watch` wake-ups.
    */
   close(): Promise<void>;
 }
@@ -92,6 +99,7 @@ export function postgresStores(db: PostgresDatabase, options?: PostgresStoresOpt
   let idempotency: PostgresIdempotencyStore | undefined;
   let lock: PostgresLockStore | undefined;
   let fence: PostgresFenceStore | undefined;
+  let sagaLog: PostgresSagaLog | undefined;
   return {
     schema: o.schema,
     get idempotency() {
@@ -106,10 +114,15 @@ export function postgresStores(db: PostgresDatabase, options?: PostgresStoresOpt
       fence ??= new PostgresFenceStore(database, o.schema);
       return fence;
     },
+    get sagaLog() {
+      sagaLog ??= new PostgresSagaLog(database, o.schema, o.clock, o.timeoutMs);
+      return sagaLog;
+    },
     migrate: () => migrate(database, o.schema),
     async close() {
       idempotency?.stop();
       lock?.stop();
+      sagaLog?.stop();
       await database.close();
       deadline.stop();
     },

@@ -55,4 +55,41 @@ export const migrations: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 3,
+    name: 'saga log',
+    // Inputs and outputs are text, JSON stored byte for byte: jsonb would reorder keys and refuse
+    // "\u0000" escapes. A finished run has no owner and has its finished_at; the partial indexes
+    // cover what claims and the reaper look for.
+    statements: (s) => [
+      `CREATE TABLE IF NOT EXISTS ${s}.saga_runs (
+        name text,
+        id text,
+        input text NOT NULL,
+        status text NOT NULL
+          CHECK (status IN ('running', 'compensating', 'completed', 'compensated', 'attention')),
+        owner text,
+        expires_at timestamptz NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        finished_at timestamptz,
+        PRIMARY KEY (name, id)
+      )`,
+      `CREATE INDEX IF NOT EXISTS saga_runs_claimable ON ${s}.saga_runs (name, expires_at)
+        WHERE status IN ('running', 'compensating')`,
+      `CREATE INDEX IF NOT EXISTS saga_runs_finished_at ON ${s}.saga_runs (finished_at)
+        WHERE status IN ('completed', 'compensated')`,
+      `CREATE TABLE IF NOT EXISTS ${s}.saga_steps (
+        name text,
+        saga_id text,
+        step text,
+        position int NOT NULL,
+        state text NOT NULL
+          CHECK (state IN ('running', 'done', 'failed', 'skipped', 'compensating', 'compensated')),
+        output text,
+        updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        PRIMARY KEY (name, saga_id, step),
+        FOREIGN KEY (name, saga_id) REFERENCES ${s}.saga_runs ON DELETE CASCADE
+      )`,
+    ],
+  },
 ];
