@@ -18,6 +18,11 @@ export interface ConformanceChecks {
   equal(actual: unknown, expected: unknown, what: string): void;
   /** Fails unless `low ≤ actual ≤ high`; `what` names the value. */
   within(actual: number, low: number, high: number, what: string): void;
+  /**
+   * Fails unless `call()` returns a promise that rejects with a `TypeError` (a synchronous throw
+   * fails too: a store reports bad input as a rejection); `what` names the bad input.
+   */
+  rejectsTypeError(call: () => Promise<unknown>, what: string): Promise<void>;
 }
 
 /** The checks of the suite called `suite` (e.g. `rate-limit store conformance`). */
@@ -32,6 +37,22 @@ export function conformanceChecks(suite: string): ConformanceChecks {
     },
     within(actual, low, high, what) {
       if (!(actual >= low && actual <= high)) fail(`${what}: expected ${low}…${high}, got ${actual}`);
+    },
+    async rejectsTypeError(call, what) {
+      let pending: Promise<unknown>;
+      try {
+        pending = call();
+      } catch (error) {
+        return fail(`${what}: threw ${String(error)} synchronously instead of rejecting`);
+      }
+      let outcome = 'a fulfilled promise';
+      try {
+        await pending;
+      } catch (error) {
+        if (error instanceof TypeError) return;
+        outcome = String(error);
+      }
+      fail(`${what}: expected a rejection with a TypeError, got ${outcome}`);
     },
   };
 }

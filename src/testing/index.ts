@@ -25,4 +25,5 @@ export {
   type RateLimitStoreFixture,
   rateLimitStoreConformance,
 } from './rate-limit-conformance.js';
+export { type SagaLogFixture, sagaLogConformance } from './saga-log-conformance.js';
 export { seededRandom } from './seeded-random.js';

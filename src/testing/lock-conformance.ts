@@ -66,16 +66,6 @@ function leaseOf(result: AcquiredLease | undefined, what: string): AcquiredLease
   return lease;
 }
 
-async function rejectsTypeError(call: () => Promise<unknown>, what: string, fail: (m: string) => never) {
-  let error: unknown;
-  try {
-    await call();
-  } catch (e) {
-    error = e;
-  }
-  if (!(error instanceof TypeError)) fail(`${what}: expected a TypeError, got ${String(error)}`);
-}
-
 /**
  * Registers the lock store scenarios for `name` under `runner.describe`. `fixture` is called once
  * per scenario and must return a store with no leases for the suite's keys.
@@ -91,7 +81,7 @@ export function lockStoreConformance(
   fixture: () => LockStoreFixture | Promise<LockStoreFixture>,
   runner: ConformanceRunner,
 ): void {
-  const { fail, equal } = lockChecks;
+  const { fail, equal, rejectsTypeError } = lockChecks;
   const each = scenarios(runner, fixture);
   const scenario = (title: string, body: (f: LockStoreFixture, ttl: number) => Promise<void>) =>
     each(title, (f) => body(f, Math.ceil(4 * f.slackMs + 200)));
@@ -209,12 +199,12 @@ export function lockStoreConformance(
     );
 
     scenario('bad input is a TypeError', async (f, ttl) => {
-      await rejectsTypeError(() => f.store.acquire('', 'a', ttl), 'an empty key', fail);
-      await rejectsTypeError(() => f.store.acquire('k', '', ttl), 'an empty owner', fail);
-      await rejectsTypeError(() => f.store.acquire('k', 'a', 0), 'a zero ttlMs', fail);
-      await rejectsTypeError(() => f.store.acquire('k', 'a', 1.5), 'a fractional ttlMs', fail);
-      await rejectsTypeError(() => f.store.acquire('\uD800', 'a', ttl), 'a lone surrogate', fail);
-      await rejectsTypeError(() => f.store.renew('k', 'a', -1), 'a negative renewal', fail);
+      await rejectsTypeError(() => f.store.acquire('', 'a', ttl), 'an empty key');
+      await rejectsTypeError(() => f.store.acquire('k', '', ttl), 'an empty owner');
+      await rejectsTypeError(() => f.store.acquire('k', 'a', 0), 'a zero ttlMs');
+      await rejectsTypeError(() => f.store.acquire('k', 'a', 1.5), 'a fractional ttlMs');
+      await rejectsTypeError(() => f.store.acquire('\uD800', 'a', ttl), 'a lone surrogate');
+      await rejectsTypeError(() => f.store.renew('k', 'a', -1), 'a negative renewal');
     });
   });
 }
@@ -232,7 +222,7 @@ export function fenceStoreConformance(
   fixture: () => FenceStoreFixture | Promise<FenceStoreFixture>,
   runner: ConformanceRunner,
 ): void {
-  const { fail, equal } = fenceChecks;
+  const { fail, equal, rejectsTypeError } = fenceChecks;
   const scenario = scenarios(runner, fixture);
   const stale = async (f: FenceStoreFixture, resource: string, fence: number, highest: number) => {
     let error: unknown;
@@ -281,10 +271,10 @@ export function fenceStoreConformance(
     });
 
     scenario('bad input is a TypeError', async (f) => {
-      await rejectsTypeError(() => f.write('', 1, 'v'), 'an empty resource', fail);
-      await rejectsTypeError(() => f.write('r', -1, 'v'), 'a negative fence', fail);
-      await rejectsTypeError(() => f.write('r', 1.5, 'v'), 'a fractional fence', fail);
-      await rejectsTypeError(() => f.write('r', 2 ** 53, 'v'), 'a fence past 2^53', fail);
+      await rejectsTypeError(() => f.write('', 1, 'v'), 'an empty resource');
+      await rejectsTypeError(() => f.write('r', -1, 'v'), 'a negative fence');
+      await rejectsTypeError(() => f.write('r', 1.5, 'v'), 'a fractional fence');
+      await rejectsTypeError(() => f.write('r', 2 ** 53, 'v'), 'a fence past 2^53');
     });
   });
 }
