@@ -9,9 +9,9 @@
  * `recover()` once its lease has lapsed.
  */
 import type { Clock } from '../core/clock.js';
+import { fromJson } from '../core/json.js';
 import type { Compensator, Undo } from './compensation.js';
 import { Journal } from './journal.js';
-import { fromJson } from './json.js';
 import type { ReadStep } from './options.js';
 import type { ClaimedRun, SagaLog } from './store.js';
 

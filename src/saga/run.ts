@@ -5,10 +5,10 @@
  * `SagaFailedError`.
  */
 import type { Clock } from '../core/clock.js';
+import { toJson } from '../core/json.js';
 import type { Compensator, SagaEvents, Undo } from './compensation.js';
 import { SagaFailedError } from './errors.js';
 import type { Journal, Progress } from './journal.js';
-import { toJson } from './json.js';
 import type { ReadStep, StepContext } from './options.js';
 import type { SagaLog } from './store.js';
 

@@ -5,10 +5,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Disposer, Listener } from '../core/events.js';
+import { toJson } from '../core/json.js';
 import { Compensator, defaultCompensation, SagaEvents } from './compensation.js';
 import { DuplicateSagaError } from './errors.js';
 import { CallerProgress, Journal } from './journal.js';
-import { toJson } from './json.js';
 import {
   type CompensatedEvent,
   type CompensationFailedEvent,

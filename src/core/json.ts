@@ -1,9 +1,9 @@
 /**
- * What a durable saga writes to its log: inputs and outputs as JSON text, refused unless they come
- * back from the log as they went in (so that a compensation run by `recover()` in another process
- * sees what it would have seen in this one).
+ * Values written to a store as JSON (a durable saga's inputs and outputs, an outbox event's
+ * payload, an inbox result): refused unless they come back as they went in, so that whoever reads
+ * them (`recover()` in another process, a consumer) sees what the writer saw.
  */
-import { show } from '../core/validate.js';
+import { show } from './validate.js';
 
 /** Why `value` does not survive JSON, or undefined when it does. */
 function problem(value: unknown, path: string, seen: Set<object>): string | undefined {
@@ -46,8 +46,7 @@ function problem(value: unknown, path: string, seen: Set<object>): string | unde
 export function toJson(what: string, value: unknown): string | undefined {
   if (value === undefined) return undefined;
   const found = problem(value, what, new Set());
-  if (found !== undefined)
-    throw new TypeError(`expected ${what} to be JSON-serialisable (a durable saga logs it): ${found}`);
+  if (found !== undefined) throw new TypeError(`expected ${what} to be JSON-serialisable: ${found}`);
   return JSON.stringify(value);
 }
 
