@@ -8,7 +8,7 @@
  * requests nobody waits for must not notify.
  */
 
-import { msFromNow as ms, notifyPayload as payload } from './sql.js';
+import { msFromNow as ms, notifyPayload as payload, reapStatement } from './sql.js';
 
 /** The SQL of each decision on `<schema>.idempotency_keys`. */
 export interface IdempotencySql {
@@ -67,14 +67,6 @@ export function idempotencySql(schema: string): IdempotencySql {
       ), woken AS (SELECT CASE WHEN waiters THEN pg_notify($3, ${payload}) END FROM gone)
       SELECT count(*)::int AS n FROM woken`,
     renew: `UPDATE ${table} SET expires_at = ${ms('$3')} WHERE ${owned} RETURNING 1 AS renewed`,
-    // The outer test is checked again on a row that changed while we waited for it (a takeover
-    // made it live): only rows still expired are deleted.
-    reap: `WITH gone AS (
-        DELETE FROM ${table} WHERE expires_at < clock_timestamp() AND key IN (
-          SELECT key FROM ${table} WHERE expires_at < clock_timestamp()
-          ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
-        ) RETURNING 1
-      )
-      SELECT count(*)::int AS n FROM gone`,
+    reap: reapStatement(table, 'key', 'expires_at < clock_timestamp()', 'expires_at'),
   };
 }

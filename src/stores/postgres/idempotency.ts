@@ -11,14 +11,8 @@ import type { Database, Notifications, PostgresTransaction } from './database.js
 import { type IdempotencySql, idempotencySql } from './idempotency-sql.js';
 import { channelName, quoteIdent } from './identifiers.js';
 import { KeyWatchers } from './key-watchers.js';
-import { Reaper } from './reaper.js';
+import { REAP_INTERVAL_MS, Reaper, reapInBatches } from './reaper.js';
 
-/** How often expired records are deleted, in milliseconds. */
-export const REAP_INTERVAL_MS = 60_000;
-/** Most records one reaper statement deletes. */
-export const REAP_BATCH = 1_000;
-/** Most reaper statements one `reap()` runs (so one call stays bounded). */
-const REAP_MAX_BATCHES = 100;
 /** How often a claim that lost a race to a concurrent commit is run again before giving up. */
 const CLAIM_ATTEMPTS = 5;
 
@@ -161,15 +155,8 @@ export class PostgresIdempotencyStore implements IdempotencyStore<PostgresTransa
    * 100 statements per call; resolves with how many it deleted. Live records are never touched.
    * Runs every minute by itself; call it yourself to clean up at a time of your choosing.
    */
-  async reap(): Promise<number> {
-    let total = 0;
-    for (let batch = 0; batch < REAP_MAX_BATCHES; batch++) {
-      const rows = await this.db.query<{ n: number }>(this.sql.reap, [REAP_BATCH]);
-      const n = rows[0]?.n ?? 0;
-      total += n;
-      if (n < REAP_BATCH) break;
-    }
-    return total;
+  reap(): Promise<number> {
+    return reapInBatches(this.db, this.sql.reap);
   }
 
   /** @internal Stops the reaper (from `stores.close()`). */

@@ -11,7 +11,7 @@
  * PostgreSQL's notification lock through its commit, which serialises every notifying commit in
  * the database (see idempotency-sql.ts), so a lock nobody waits for must not notify.
  */
-import { epochMs, msFromNow, notifyPayload, nowMicros } from './sql.js';
+import { epochMs, msFromNow, notifyPayload, nowMicros, reapStatement } from './sql.js';
 
 /**
  * How far, in µs, the clock must have passed a free row's fence before the reaper deletes it. An
@@ -68,14 +68,6 @@ export function lockSql(schema: string): LockSql {
       ), woken AS (SELECT CASE WHEN waiters THEN pg_notify($3, ${notifyPayload}) END FROM freed)
       SELECT count(*)::int AS n FROM woken`,
     // Released rows have expires_at = their release time, so one test covers released and expired.
-    // The outer test is checked again on a row that changed while we waited for it (a new lease
-    // made it live): only rows still free and below the floor are deleted.
-    reap: `WITH gone AS (
-        DELETE FROM ${table} WHERE expires_at <= clock_timestamp() AND fence < ${floor} AND key IN (
-          SELECT key FROM ${table} WHERE expires_at <= clock_timestamp() AND fence < ${floor}
-          ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
-        ) RETURNING 1
-      )
-      SELECT count(*)::int AS n FROM gone`,
+    reap: reapStatement(table, 'key', `expires_at <= clock_timestamp() AND fence < ${floor}`, 'expires_at'),
   };
 }

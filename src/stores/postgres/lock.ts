@@ -11,15 +11,8 @@ import type { Database, Notifications } from './database.js';
 import { channelName, quoteIdent } from './identifiers.js';
 import { KeyWatchers } from './key-watchers.js';
 import { type LockSql, lockSql } from './lock-sql.js';
-import { Reaper } from './reaper.js';
+import { REAP_INTERVAL_MS, Reaper, reapInBatches } from './reaper.js';
 import { safeInteger } from './values.js';
-
-/** How often free rows are deleted, in milliseconds. */
-export const LOCK_REAP_INTERVAL_MS = 60_000;
-/** Most rows one reaper statement deletes. */
-export const LOCK_REAP_BATCH = 1_000;
-/** Most reaper statements one `reap()` runs (so one call stays bounded). */
-const REAP_MAX_BATCHES = 100;
 
 interface AcquireRow {
   readonly fence: string;
@@ -81,7 +74,7 @@ export class PostgresLockStore implements LockStore {
     this.timeoutMs = timeoutMs;
     this.sql = lockSql(quoteIdent(schema));
     this.channel = channelName(schema, 'lock');
-    this.reaper = new Reaper(clock, LOCK_REAP_INTERVAL_MS, () => this.reap());
+    this.reaper = new Reaper(clock, REAP_INTERVAL_MS, () => this.reap());
     if (notifications !== undefined) {
       const watchers = new KeyWatchers(notifications, this.channel);
       this.watchers = watchers;
@@ -125,15 +118,8 @@ export class PostgresLockStore implements LockStore {
    * deleted key is floored by the clock. Runs every minute by itself; call it yourself to clean up
    * at a time of your choosing.
    */
-  async reap(): Promise<number> {
-    let total = 0;
-    for (let batch = 0; batch < REAP_MAX_BATCHES; batch++) {
-      const rows = await this.db.query<{ n: number }>(this.sql.reap, [LOCK_REAP_BATCH]);
-      const n = rows[0]?.n ?? 0;
-      total += n;
-      if (n < LOCK_REAP_BATCH) break;
-    }
-    return total;
+  reap(): Promise<number> {
+    return reapInBatches(this.db, this.sql.reap);
   }
 
   /** @internal Stops the reaper (from `stores.close()`). */

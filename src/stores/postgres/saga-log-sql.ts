@@ -8,7 +8,7 @@
  * Every statement takes the lease as $1 name, $2 id, $3 owner, $4 leaseMs (claim and reap excepted).
  */
 import { SAGA_RETENTION_MS } from '../../saga/store.js';
-import { msFromNow } from './sql.js';
+import { msFromNow, reapStatement } from './sql.js';
 
 /** The SQL of each operation on `<schema>.saga_runs` and `<schema>.saga_steps`. */
 export interface SagaLogSql {
@@ -81,13 +81,6 @@ export function sagaLogSql(schema: string): SagaLogSql {
           FROM ${steps} AS s WHERE s.name = t.name AND s.saga_id = t.id
         ) AS steps
       FROM picked LEFT JOIN taken AS t ON true`,
-    // The outer test is checked again on a row that changed while we waited for it.
-    reap: `WITH gone AS (
-        DELETE FROM ${runs} WHERE ${retained} AND (name, id) IN (
-          SELECT name, id FROM ${runs} WHERE ${retained}
-          ORDER BY finished_at LIMIT $1 FOR UPDATE SKIP LOCKED
-        ) RETURNING 1
-      )
-      SELECT count(*)::int AS n FROM gone`,
+    reap: reapStatement(runs, 'name, id', retained, 'finished_at'),
   };
 }

@@ -11,15 +11,9 @@ import { checkChange, checkLease, jsonText } from '../../saga/log-values.js';
 import type { ClaimedRun, LoggedStep, SagaChange, SagaLease, SagaLog } from '../../saga/store.js';
 import type { Database } from './database.js';
 import { quoteIdent } from './identifiers.js';
-import { Reaper } from './reaper.js';
+import { REAP_INTERVAL_MS, Reaper, reapInBatches } from './reaper.js';
 import { type SagaLogSql, sagaLogSql } from './saga-log-sql.js';
 
-/** How often old finished runs are deleted, in milliseconds. */
-export const SAGA_REAP_INTERVAL_MS = 60_000;
-/** Most runs one reaper statement deletes. */
-export const SAGA_REAP_BATCH = 1_000;
-/** Most reaper statements one `reap()` runs (so one call stays bounded). */
-const REAP_MAX_BATCHES = 100;
 /** Most claim statements one `claim` runs when the run it picked keeps changing under it. */
 const CLAIM_ATTEMPTS = 5;
 
@@ -88,7 +82,7 @@ export class PostgresSagaLog implements SagaLog {
   ) {
     this.timeoutMs = timeoutMs;
     this.sql = sagaLogSql(quoteIdent(schema));
-    this.reaper = new Reaper(clock, SAGA_REAP_INTERVAL_MS, () => this.reap());
+    this.reaper = new Reaper(clock, REAP_INTERVAL_MS, () => this.reap());
   }
 
   async start(lease: SagaLease, input: string): Promise<boolean> {
@@ -153,15 +147,8 @@ export class PostgresSagaLog implements SagaLog {
    * never touched. Runs every minute by itself; call it yourself to clean up at a time of your
    * choosing.
    */
-  async reap(): Promise<number> {
-    let total = 0;
-    for (let batch = 0; batch < REAP_MAX_BATCHES; batch++) {
-      const rows = await this.db.query<{ n: number }>(this.sql.reap, [SAGA_REAP_BATCH]);
-      const n = rows[0]?.n ?? 0;
-      total += n;
-      if (n < SAGA_REAP_BATCH) break;
-    }
-    return total;
+  reap(): Promise<number> {
+    return reapInBatches(this.db, this.sql.reap);
   }
 
   /** @internal Stops the reaper (from `stores.close()`). */
