@@ -208,6 +208,24 @@ export type {
   OptimisticUpdateOptions,
   Versioned,
 } from './optimistic/options.js';
+export { isOutboxPublishError, OutboxPublishError } from './outbox/errors.js';
+export { MemoryOutbox, type MemoryOutboxOptions, memoryOutbox } from './outbox/memory-store.js';
+export type {
+  DeadLetteredEvent,
+  DeliveredEvent,
+  OutboxRelayOptions,
+  OutboxStoreErrorEvent,
+  PublishFailedEvent,
+} from './outbox/options.js';
+export { type OutboxRelay, outboxRelay } from './outbox/outbox-relay.js';
+export type {
+  FailedDelivery,
+  OutboxDeadLetter,
+  OutboxEvent,
+  OutboxMessage,
+  OutboxStore,
+  Publish,
+} from './outbox/store.js';
 export { isRateLimitedError, RateLimitedError } from './rate-limit/errors.js';
 export type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './rate-limit/events.js';
 export {

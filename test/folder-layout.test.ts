@@ -25,6 +25,7 @@ const patternFolders = [
   'saga',
   'transition',
   'optimistic',
+  'outbox',
 ];
 
 describe('folder layout', () => {
@@ -42,6 +43,7 @@ describe('folder layout', () => {
     ['saga', ['saga.ts', 'options.ts', 'errors.ts', 'store.ts', 'memory-store.ts']],
     ['transition', ['transition-guard.ts', 'options.ts', 'errors.ts', 'snapshot.ts']],
     ['optimistic', ['optimistic-update.ts', 'options.ts', 'errors.ts']],
+    ['outbox', ['outbox-relay.ts', 'options.ts', 'errors.ts', 'store.ts', 'memory-store.ts']],
   ])('%s/ holds its roles', (folder, files) => {
     for (const file of files) expect(existsSync(join(src, folder, file)), `${folder}/${file}`).toBe(true);
   });

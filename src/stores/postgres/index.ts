@@ -7,10 +7,12 @@
 import type { PostgresDatabase } from './database.js';
 import { PostgresFenceStore } from './fence.js';
 import { PostgresIdempotencyStore } from './idempotency.js';
+import { PostgresInbox } from './inbox.js';
 import { PostgresLockStore } from './lock.js';
 import { type MigrateResult, migrate } from './migrate.js';
 import { openDatabase } from './open-database.js';
 import { type PostgresStoresOptions, readPostgresStoresOptions } from './options.js';
+import { PostgresOutbox } from './outbox.js';
 import { PostgresSagaLog } from './saga-log.js';
 
 export type {
@@ -22,10 +24,12 @@ export type {
 } from './database.js';
 export type { PostgresFenceStore } from './fence.js';
 export type { PostgresIdempotencyStore } from './idempotency.js';
+export { INBOX_RETENTION_MS, type InboxMessage, type InboxResult, type PostgresInbox } from './inbox.js';
 export type { PostgresLockStore } from './lock.js';
 export type { MigrateResult } from './migrate.js';
 export { type RowKey, type VersionedRows, type VersionedRowsOptions, versionedRows } from './optimistic.js';
 export type { PostgresStoresOptions } from './options.js';
+export type { PostgresOutbox, RedriveFilter } from './outbox.js';
 export type { PostgresSagaLog } from './saga-log.js';
 
 /**
@@ -58,6 +62,17 @@ export interface PostgresStores {
    */
   readonly sagaLog: PostgresSagaLog;
   /**
+   * The transactional inbox (`<schema>.inbox`): `process(client, { consumer, messageId }, handler)`
+   * on your own transaction runs the handler once per message however often it is delivered, its
+   * writes committing with the message's row.
+   */
+  readonly inbox: PostgresInbox;
+  /**
+   * The transactional outbox (`<schema>.outbox`): `enqueue(tx, events)` in your transaction, then
+   * `outboxRelay({ outbox: stores.outbox, publish })` delivers them; `deadLetters()`, `redrive()`.
+   */
+  readonly outbox: PostgresOutbox;
+  /**
    * Creates or upgrades the stores' tables in `schema` (created if missing): applies, in one
    * transaction, the migrations not applied yet, and records them in `<schema>.migrations`.
    * Idempotent, never destructive, and safe when several processes migrate at once (a
@@ -66,7 +81,7 @@ export interface PostgresStores {
    */
   migrate(): Promise<MigrateResult>;
   /**
-   * Stops the stores' timers (the idempotency, lock and saga log reapers) and closes the
+   * Stops the stores' timers (the idempotency, lock, saga log and inbox reapers) and closes the
    * connection opened for notifications, if any. Never ends your pool or PGlite instance. The stores
    * still answer afterwards, without `watch` wake-ups.
    */
@@ -100,6 +115,8 @@ export function postgresStores(db: PostgresDatabase, options?: PostgresStoresOpt
   let lock: PostgresLockStore | undefined;
   let fence: PostgresFenceStore | undefined;
   let sagaLog: PostgresSagaLog | undefined;
+  let inbox: PostgresInbox | undefined;
+  let outbox: PostgresOutbox | undefined;
   return {
     schema: o.schema,
     get idempotency() {
@@ -118,11 +135,21 @@ export function postgresStores(db: PostgresDatabase, options?: PostgresStoresOpt
       sagaLog ??= new PostgresSagaLog(database, o.schema, o.clock, o.timeoutMs);
       return sagaLog;
     },
+    get inbox() {
+      inbox ??= new PostgresInbox(database, o.schema, o.clock);
+      return inbox;
+    },
+    get outbox() {
+      outbox ??= new PostgresOutbox(database, o.schema, o.clock, o.timeoutMs, notifications);
+      return outbox;
+    },
     migrate: () => migrate(database, o.schema),
     async close() {
       idempotency?.stop();
       lock?.stop();
       sagaLog?.stop();
+      inbox?.stop();
+      outbox?.stop();
       await database.close();
       deadline.stop();
     },

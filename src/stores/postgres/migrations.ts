@@ -92,4 +92,41 @@ export const migrations: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 4,
+    name: 'outbox and inbox',
+    // seq orders a key's events: enqueue holds a transaction-scoped advisory lock on the key, so
+    // per key, seq order is commit order. Claims only ever take a key's oldest pending event (no
+    // cursor: an event from a transaction that commits late is claimed like any other).
+    statements: (s) => [
+      `CREATE TABLE IF NOT EXISTS ${s}.outbox (
+        seq bigserial PRIMARY KEY,
+        id uuid NOT NULL UNIQUE,
+        topic text NOT NULL,
+        key text,
+        payload jsonb NOT NULL,
+        headers jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'dead')),
+        attempts int NOT NULL DEFAULT 0,
+        available_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        owner text,
+        lease_until timestamptz,
+        last_error text,
+        delivered_at timestamptz
+      )`,
+      `CREATE INDEX IF NOT EXISTS outbox_pending ON ${s}.outbox (seq) WHERE status = 'pending'`,
+      `CREATE INDEX IF NOT EXISTS outbox_pending_keys ON ${s}.outbox (key, seq) WHERE status = 'pending'`,
+      `CREATE INDEX IF NOT EXISTS outbox_delivered ON ${s}.outbox (delivered_at) WHERE status = 'delivered'`,
+      `CREATE TABLE IF NOT EXISTS ${s}.inbox (
+        consumer text,
+        message_id text,
+        fingerprint text,
+        result text,
+        processed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        PRIMARY KEY (consumer, message_id)
+      )`,
+      `CREATE INDEX IF NOT EXISTS inbox_processed_at ON ${s}.inbox (processed_at)`,
+    ],
+  },
 ];
