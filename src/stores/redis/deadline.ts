@@ -22,7 +22,7 @@ export interface StatusSource {
  * ioredis statuses in which a command would only wait in the offline queue: we refuse at once
  * instead, so that nothing queued now executes minutes later against fresh state.
  */
-const deadStatuses: ReadonlySet<string> = new Set(['reconnecting', 'close', 'end', 'disconnecting']);
+export const deadStatuses: ReadonlySet<string> = new Set(['reconnecting', 'close', 'end', 'disconnecting']);
 
 /**
  * One call's deadline, from {@link StoreDeadline.begin}. `release()` when the reply arrives: it

@@ -1,7 +1,8 @@
 /**
  * `bulwark/redis`: Redis-backed stores for the distributed patterns, on an ioredis client or
  * cluster. Every store call has its own deadline (`timeoutMs`, default 100 ms), so a dead or
- * paused Redis costs at most that and fails with `StoreUnavailableError`.
+ * paused Redis costs at most that and fails with `StoreUnavailableError`. Also the outbox relay's
+ * Redis Streams publisher, `redisStreamPublisher`.
  */
 import type { Cluster, Redis } from 'ioredis';
 import { type Clock, systemClock } from '../../core/clock.js';
@@ -19,6 +20,7 @@ export type { FencedValue, RedisFenceStore } from './fence.js';
 export type { RedisIdempotencyStore } from './idempotency.js';
 export type { RedisLockStore } from './lock.js';
 export type { RedisRateLimitStore } from './rate-limit.js';
+export { type RedisStreamPublisherOptions, redisStreamPublisher } from './stream-publisher.js';
 
 /** Options of {@link redisStores}. */
 export interface RedisStoresOptions {
