@@ -34,6 +34,7 @@ const awaitsAndImportsEverySubpath: Snippet = {
     "import { Redis } from 'ioredis';",
     "import { pipeline, retry } from 'bulwark';",
     "import { rateLimitMiddleware } from 'bulwark/http';",
+    "import { natsJetStreamPublisher } from 'bulwark/nats';",
     "import { loadShedder } from 'bulwark/node';",
     "import * as postgres from 'bulwark/postgres';",
     "import { redisStores } from 'bulwark/redis';",
@@ -41,7 +42,7 @@ const awaitsAndImportsEverySubpath: Snippet = {
     'const clock = new FakeClock();',
     'await clock.advance(1);',
     'const value: number = await pipeline(retry({ clock })).execute(() => 1);',
-    'void [value, rateLimitMiddleware, loadShedder, postgres, redisStores, Redis];',
+    'void [value, rateLimitMiddleware, natsJetStreamPublisher, loadShedder, postgres, redisStores, Redis];',
   ].join('\n'),
 };
 const skipped: Snippet = {
@@ -75,7 +76,14 @@ describe('the snippet checker', () => {
   it('accepts top-level await and resolves every bulwark entry point to src/, others from node_modules', () => {
     expect(lines(diagnosticsOf(awaitsAndImportsEverySubpath))).toEqual([]);
     const files = check.programFiles.map((file) => file.slice(root.length).replaceAll('\\', '/'));
-    for (const entry of ['index', 'http/index', 'node/index', 'stores/postgres/index', 'testing/index']) {
+    for (const entry of [
+      'index',
+      'http/index',
+      'node/index',
+      'stores/nats/index',
+      'stores/postgres/index',
+      'testing/index',
+    ]) {
       expect(files).toContain(`src/${entry}.ts`);
     }
     expect(files).toContain('src/stores/redis/index.ts');

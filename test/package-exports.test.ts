@@ -31,7 +31,7 @@ const load = (specifier: string): Promise<Record<string, unknown>> => import(spe
 describe('package exports', () => {
   it('has the final export map and no side effects', () => {
     expect(Object.keys(manifest.exports).sort()).toEqual(
-      ['.', './http', './node', './package.json', './postgres', './redis', './testing'].sort(),
+      ['.', './http', './nats', './node', './package.json', './postgres', './redis', './testing'].sort(),
     );
     expect(manifest.sideEffects).toBe(false);
   });
@@ -43,6 +43,7 @@ describe('package exports', () => {
     'bulwark/postgres',
     'bulwark/http',
     'bulwark/node',
+    'bulwark/nats',
   ])('%s resolves from dist (run `npm run build` first)', async (specifier) => {
     await expect(load(specifier)).resolves.toBeDefined();
   });
@@ -60,6 +61,9 @@ describe('package exports', () => {
     expect(loaded['bulwark/node']?.exports).toContain('loadShedder');
     expect(loaded['bulwark/redis']?.exports).toContain('redisStores');
     expect(loaded['bulwark/http']?.exports).toContain('rateLimitMiddleware');
+    expect(loaded['bulwark/nats']?.exports).toEqual(
+      expect.arrayContaining(['natsJetStreamPublisher', 'jetStreamConsumer', 'deadLetterHeaders']),
+    );
     expect(manifest.engines.node).toBe('>=20.19');
   });
 

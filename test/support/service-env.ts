@@ -230,10 +230,12 @@ export function uniqueToken(bytes = 6): string {
   return randomBytes(bytes).toString('hex');
 }
 
+const fixtureNames: Readonly<Record<string, string>> = { Redis: 'redis', PostgreSQL: 'pg', NATS: 'nats' };
+
 /** The error a fixture member throws when its service is not available. */
 export function unavailableError(service: string): Error {
   return new Error(
-    `${service} is not available: wrap the suites of this file in ${service === 'Redis' ? 'redis' : 'pg'}.describe(...) ` +
+    `${service} is not available: wrap the suites of this file in ${fixtureNames[service] ?? 'pg'}.describe(...) ` +
       'or describe.skipIf(!service.available)(...)',
   );
 }
