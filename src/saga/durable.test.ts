@@ -372,3 +372,61 @@ describe('saga with a log: a compensation that fails', () => {
     expect((await s.recover()).recovered).toEqual([]);
   });
 });
+
+describe('saga with a log: edges', () => {
+  it('an undefined input is recorded as null', async () => {
+    const clock = new FakeClock();
+    const watched = watchedLog(clock);
+    const inputs: string[] = [];
+    const log: SagaLog = {
+      ...watched.log,
+      start: (lease, input) => {
+        inputs.push(input);
+        return watched.log.start(lease, input);
+      },
+    };
+    await saga<undefined>({ name: 's', log, clock, leaseMs }).step({ name: 'a', run: () => 1 }).run(undefined);
+    expect(inputs).toEqual(['null']);
+  });
+
+  it('an optional step whose failure cannot be recorded fails the run with the log error', async () => {
+    const clock = new FakeClock();
+    const watched = watchedLog(clock);
+    const down = new StoreUnavailableError('log down');
+    const log: SagaLog = {
+      ...watched.log,
+      write: (lease, change) =>
+        'step' in change && change.state === 'skipped'
+          ? Promise.reject(down)
+          : watched.log.write(lease, change),
+    };
+    const s = saga<number>({ name: 's', log, clock, leaseMs })
+      .step({ name: 'maybe', optional: true, run: () => Promise.reject(new Error('down')) })
+      .step({ name: 'sure', run: () => 1 });
+    const error = await failureOf(s.run(1, { id: 'r' }));
+    expect([error.step, error.cause]).toEqual(['maybe', down]);
+  });
+
+  it('a step that completes after the lease was lost is undone, and not recorded done', async () => {
+    const clock = new FakeClock();
+    const watched = watchedLog(clock, { renew: () => Promise.resolve(false) });
+    const { order, effects } = twoSteps(watched.log, clock, async () => {
+      await clock.sleep(leaseMs);
+      return 'B late';
+    });
+    const running = failureOf(order.run({ order: 'o1' }, { id: 'o1' }));
+    await clock.advance(leaseMs);
+    const error = await running;
+    expect(isSagaLeaseLostError(error.cause)).toBe(true);
+    expect([error.step, error.compensated]).toEqual(['b', ['b', 'a']]);
+    expect(effects).toEqual(['a o1', 'undo b o1:b', 'undo a ch-o1 o1:a']);
+    expect(watched.writes).not.toContain('o1 b done');
+  });
+
+  it('a lease of exactly 300 ms (and 3 × the log deadline) is accepted', () => {
+    expect(() => saga({ leaseMs: 300, log: watchedLog(new FakeClock()).log })).not.toThrow();
+    expect(() =>
+      saga({ leaseMs: 3_000, log: watchedLog(new FakeClock(), { timeoutMs: 1_000 }).log }),
+    ).not.toThrow();
+  });
+});

@@ -101,6 +101,7 @@ export class CallerProgress implements Progress {
   }
 
   get reason(): unknown {
+    // Stryker disable next-line OptionalChaining: (this.caller.reason) read only once aborted, which takes a caller's signal
     return this.caller?.reason;
   }
 

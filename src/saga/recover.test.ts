@@ -250,4 +250,101 @@ describe('recover()', () => {
     };
     await expect(orderSaga(log, clock).order.recover()).rejects.toBe(down);
   });
+
+  it('a run stopped compensating after every step completed (the caller left at the end) is compensated, not completed', async () => {
+    const clock = new FakeClock();
+    const log = await crashed(
+      clock,
+      {
+        o1: [
+          ['pay', 'done', 1],
+          ['tip', 'done', 2],
+          ['ship', 'done', 3],
+        ],
+      },
+      { status: 'compensating' },
+    );
+    const { order, undone } = orderSaga(log, clock);
+    expect((await order.recover()).compensated).toEqual(['o1']);
+    expect(undone).toHaveLength(3);
+  });
+
+  it('every step done but one the saga no longer defines: not completed; attention', async () => {
+    const clock = new FakeClock();
+    const log = await crashed(clock, {
+      o1: [
+        ['pay', 'done', 1],
+        ['tip', 'done', 2],
+        ['ship', 'done', 3],
+        ['gift-wrap', 'done', 4],
+      ],
+    });
+    const { order } = orderSaga(log, clock);
+    const result = await order.recover();
+    expect([result.completed, result.compensated]).toEqual([[], []]);
+    expect(result.needsAttention).toEqual([{ sagaId: 'o1', step: 'gift-wrap', reason: 'unknown-step' }]);
+  });
+
+  it('records the recovery as it goes: compensating, each step before and after, compensated', async () => {
+    const clock = new FakeClock();
+    const inner = await crashed(clock, {
+      o1: [
+        ['pay', 'done', 1],
+        ['tip', 'done', 2],
+      ],
+    });
+    const writes: string[] = [];
+    const log: SagaLog = {
+      timeoutMs: 0,
+      start: (l, i) => inner.start(l, i),
+      write: async (l, c) => {
+        writes.push('status' in c ? c.status : `${c.step} ${c.state}`);
+        return inner.write(l, c);
+      },
+      renew: (l) => inner.renew(l),
+      claim: (n, o, ms) => inner.claim(n, o, ms),
+    };
+    await orderSaga(log, clock).order.recover();
+    expect(writes).toEqual([
+      'compensating',
+      'tip compensating',
+      'tip compensated',
+      'pay compensating',
+      'pay compensated',
+      'compensated',
+    ]);
+  });
+
+  it('a recovery that loses its lease stops before the next compensation: the new owner settles the run', async () => {
+    const clock = new FakeClock();
+    const inner = await crashed(clock, {
+      o1: [
+        ['pay', 'done', 1],
+        ['tip', 'done', 2],
+      ],
+    });
+    const log: SagaLog = {
+      timeoutMs: 0,
+      start: (l, i) => inner.start(l, i),
+      write: (l, c) => inner.write(l, c),
+      renew: () => Promise.resolve(false),
+      claim: (n, o, ms) => inner.claim(n, o, ms),
+    };
+    const undone: string[] = [];
+    const slow = saga<{ order: string }>({ name: 'order', log, clock, leaseMs, compensation: once })
+      .step({ name: 'pay', run: () => 1, compensate: () => void undone.push('pay') })
+      .step({
+        name: 'tip',
+        run: () => 2,
+        compensate: async () => {
+          await clock.sleep(leaseMs);
+          undone.push('tip');
+        },
+      })
+      .step({ name: 'ship', run: () => 3 });
+    const recovering = slow.recover();
+    await clock.advance(leaseMs);
+    const result = await recovering;
+    expect([result.recovered, result.compensated, undone]).toEqual([['o1'], [], ['tip']]);
+  });
 });
