@@ -385,7 +385,9 @@ describe('saga with a log: edges', () => {
         return watched.log.start(lease, input);
       },
     };
-    await saga<undefined>({ name: 's', log, clock, leaseMs }).step({ name: 'a', run: () => 1 }).run(undefined);
+    await saga<undefined>({ name: 's', log, clock, leaseMs })
+      .step({ name: 'a', run: () => 1 })
+      .run(undefined);
     expect(inputs).toEqual(['null']);
   });
 
