@@ -17,11 +17,16 @@ import { show } from '../core/validate.js';
 import { type Backoff, exponentialJitter } from '../retry/backoff.js';
 import type { OutboxStore, Publish } from './store.js';
 
-/** A batch was published and marked delivered. */
+/** A batch was published and its confirmed events marked delivered. */
 export interface DeliveredEvent {
   readonly policy: string;
-  /** The ids marked delivered. */
+  /** The ids the publisher confirmed. */
   readonly ids: readonly string[];
+  /**
+   * How many of them the outbox marked delivered: fewer when another relay had taken some over
+   * (this relay's lease had ended); those are published again by that relay.
+   */
+  readonly marked: number;
 }
 
 /** An event's publish failed; it is tried again in `retryInMs`. */

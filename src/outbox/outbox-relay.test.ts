@@ -41,14 +41,14 @@ describe('outboxRelay', () => {
       publish,
       clock,
       batchSize: 4,
-      onDelivered: (e) => delivered.push(e.ids.length),
+      onDelivered: (e) => delivered.push(e.ids.length * 1_000 + e.marked),
     });
     await outbox.enqueue(Array.from({ length: 10 }, (_, i) => event(i)));
     relay.start();
     await clock.advance(0);
     expect(published).toEqual(['0', '1', '2', '3', '4', '5', '6', '7', '8', '9']);
     expect(batches).toEqual([4, 4, 2]);
-    expect(delivered).toEqual([4, 4, 2]);
+    expect(delivered).toEqual([4_004, 4_004, 2_002]);
     await relay.stop();
     expect(relay.running).toBe(false);
   });

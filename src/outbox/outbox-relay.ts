@@ -174,9 +174,9 @@ class OutboxRelayImpl implements OutboxRelay {
     const confirmed = batch.filter((m) => !failures.has(m.id)).map((m) => m.id);
     if (confirmed.length > 0) {
       try {
-        await this.o.outbox.delivered(owner, confirmed);
+        const marked = await this.o.outbox.delivered(owner, confirmed);
         // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
-        if (this.delivered.active) this.delivered.emit({ policy: this.name, ids: confirmed });
+        if (this.delivered.active) this.delivered.emit({ policy: this.name, ids: confirmed, marked });
       } catch (error) {
         // Not marked: the lease lapses and the events are published again (at least once).
         this.storeError('delivered', error);

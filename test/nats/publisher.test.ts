@@ -112,6 +112,9 @@ nats.describe('natsJetStreamPublisher on JetStream', () => {
     const failed = [batch[1]!, batch[3]!, batch[4]!, batch[5]!].map((m) => m.id);
     expect([...(error as OutboxPublishError).failures.keys()].sort()).toEqual(failed.sort());
     expect((error as OutboxPublishError).cause).toBeInstanceOf(Error);
+    const nowhere = (error as OutboxPublishError).failures.get(batch[1]!.id) as Error;
+    expect(nowhere.message).toBe(`no JetStream stream captures subject "${batch[1]!.topic}" (no responders)`);
+    expect((nowhere.cause as Error).name).toBe('JetStreamNotEnabled');
     expect((await stored(js, config.name, 3)).map((m) => m.payload)).toEqual([1, 3, 7]);
   });
 

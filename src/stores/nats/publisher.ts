@@ -90,7 +90,18 @@ export function natsJetStreamPublisher(
       options.headers = headers;
     }
     if (timeoutMs !== undefined) options.timeout = timeoutMs;
-    return js.publish(subjectOf(message), encoder.encode(body), options);
+    const subjectName = subjectOf(message);
+    try {
+      return await js.publish(subjectName, encoder.encode(body), options);
+    } catch (error) {
+      // nats.js reports "no responders" (no stream captures the subject) as JetStream not being
+      // enabled: a dead letter should say what is wrong.
+      if ((error as Error | undefined)?.name === 'JetStreamNotEnabled')
+        throw new Error(`no JetStream stream captures subject "${subjectName}" (no responders)`, {
+          cause: error,
+        });
+      throw error;
+    }
   };
 
   return async (messages, { signal }) => {
