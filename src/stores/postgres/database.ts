@@ -68,8 +68,12 @@ export type PostgresDatabase = PgPoolLike | PGliteLike;
 
 /** Notifications on one connection: `subscribe` never throws and never calls back synchronously. */
 export interface Notifications {
-  /** Calls `onNotify(payload)` for each notification on `channel`, until the returned function is called. */
-  subscribe(channel: string, onNotify: (payload: string) => void): () => void;
+  /**
+   * Calls `onNotify(payload)` for each notification on `channel`, until the returned function is
+   * called; and `onListening()` each time the connection (re)started listening, as notifications
+   * sent while it did not were lost (look now).
+   */
+  subscribe(channel: string, onNotify: (payload: string) => void, onListening?: () => void): () => void;
   /** Stops listening and closes what was opened for it. */
   close(): Promise<void>;
 }

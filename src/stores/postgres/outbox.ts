@@ -122,7 +122,7 @@ export class PostgresOutbox implements OutboxStore {
     if (notifications !== undefined) {
       this.watch = (wake) => {
         try {
-          return notifications().subscribe(this.channel, () => wake());
+          return notifications().subscribe(this.channel, wake, wake);
         } catch {
           return () => {};
         }

@@ -269,6 +269,34 @@ describe('PgNotifications', () => {
     },
   );
 
+  it('tells the subscribers that asked each time listening (re)starts, after the LISTEN; a failed LISTEN tells nobody', async () => {
+    const { notifications, connections, clock } = setup();
+    let told = 0;
+    const unsubscribe = notifications.subscribe(
+      'a',
+      () => {},
+      () => {
+        told++;
+      },
+    );
+    notifications.subscribe('b', () => {});
+    await settle();
+    expect(told).toBe(1);
+    connections[0]!.emit('error', new Error('terminated'));
+    await clock.advance(1_000);
+    await settle();
+    expect([connections.length, told]).toEqual([2, 2]);
+    connections[1]!.failNext = new Error('LISTEN refused');
+    notifications.subscribe('c', () => {});
+    await settle();
+    expect(told).toBe(2);
+    unsubscribe();
+    await clock.advance(1_000);
+    await settle();
+    expect([connections.length, told]).toEqual([3, 2]);
+    await notifications.close();
+  });
+
   it('a failed connect is retried a second later until it works', async () => {
     const { notifications, connections, clock } = setup([
       new Error('ECONNREFUSED'),

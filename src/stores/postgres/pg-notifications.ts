@@ -3,8 +3,8 @@
  * (`new pool.Client(pool.options)`, as pg-pool builds its own clients; a pool without that class
  * lends one of its clients instead). Its socket is unref'd, so it never keeps the process alive.
  * When it drops, it is reopened (after a second) while anyone still listens, and every channel is
- * listened to again; notifications sent meanwhile are lost, which is fine: they are hints, and
- * waiters poll as well.
+ * listened to again; notifications sent meanwhile are lost, which is fine: they are hints, waiters
+ * poll as well, and subscribers that asked (`onListening`) are told each time listening (re)starts.
  */
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import type { Notifications, PgPoolClientLike, PgPoolLike } from './database.js';
@@ -34,6 +34,8 @@ function unrefSocket(client: unknown): void {
 /** Notifications on one dedicated `pg` connection (see the module doc). */
 export class PgNotifications implements Notifications {
   private readonly channels = new Map<string, Set<(payload: string) => void>>();
+  /** Called after each LISTEN: notifications sent before it were lost. */
+  private readonly listening = new Set<() => void>();
   private client: ListenClient | undefined;
   private opening = false;
   private reopenTimer: TimerHandle | undefined;
@@ -44,8 +46,9 @@ export class PgNotifications implements Notifications {
     private readonly clock: Clock,
   ) {}
 
-  subscribe(channel: string, onNotify: (payload: string) => void): () => void {
+  subscribe(channel: string, onNotify: (payload: string) => void, onListening?: () => void): () => void {
     if (this.closed) return () => {};
+    if (onListening !== undefined) this.listening.add(onListening);
     let listeners = this.channels.get(channel);
     if (listeners === undefined) {
       listeners = new Set();
@@ -56,6 +59,7 @@ export class PgNotifications implements Notifications {
     this.open();
     return () => {
       listeners.delete(onNotify);
+      if (onListening !== undefined) this.listening.delete(onListening);
     };
   }
 
@@ -126,7 +130,18 @@ export class PgNotifications implements Notifications {
   private listen(client: ListenClient, channels: readonly string[]): void {
     // Simple protocol (no parameters): several LISTENs in one round trip.
     const text = channels.map((channel) => `LISTEN ${quoteIdent(channel)}`).join('; ');
-    client.query(text).catch(() => this.dropped(client));
+    client.query(text).then(
+      () => {
+        for (const onListening of this.listening) {
+          try {
+            onListening();
+          } catch {
+            // A listener's failure is its own.
+          }
+        }
+      },
+      () => this.dropped(client),
+    );
   }
 
   private notify(channel: string, payload: string): void {
