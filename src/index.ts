@@ -244,15 +244,19 @@ export type {
   RateLimitStore,
 } from './rate-limit/store.js';
 export {
+  type AttemptFailure,
   type Backoff,
+  type BackoffContext,
   constant,
   decorrelatedJitter,
+  delays,
   type ExponentialOptions,
   exponential,
   exponentialJitter,
   fullJitter,
   type JitterOptions,
   linear,
+  type RetryBackoff,
 } from './retry/backoff.js';
 export {
   type BudgetExhaustedEvent,
@@ -270,6 +274,7 @@ export {
 export type {
   DeclineReason,
   GiveUpEvent,
+  ResultPredicate,
   RetryEvent,
   RetryOptions,
   RetryPredicate,

@@ -83,6 +83,7 @@ describe('package exports', () => {
       'exponentialJitter',
       'fullJitter',
       'decorrelatedJitter',
+      'delays',
       'classify',
       'isTransient',
       'toHttpStatus',
