@@ -26,6 +26,7 @@ export { idempotencyMiddleware } from './idempotency.js';
 export type { StoredResponse } from './idempotency-capture.js';
 export { fastifyIdempotency } from './idempotency-fastify.js';
 export { DEFAULT_REPLAY_HEADERS, type IdempotencyHttpOptions } from './idempotency-options.js';
+export { type IpKeyOptions, type IpKeyRequest, ipKey } from './ip-key.js';
 export {
   fastifyLoadShedding,
   type LoadSheddingOptions,
@@ -39,11 +40,8 @@ export {
   problemReply,
   problemResponse,
 } from './problem-response.js';
-export {
-  fastifyRateLimit,
-  type RateLimitHttpOptions,
-  type RateLimitKey,
-  rateLimitMiddleware,
-} from './rate-limit.js';
-export { rateLimitHeaders } from './rate-limit-headers.js';
+export { fastifyRateLimit, rateLimitMiddleware } from './rate-limit.js';
+export { legacyRateLimitHeaders, rateLimitHeaders } from './rate-limit-headers.js';
+export type { RateLimitHttpOptions, RateLimitKey } from './rate-limit-options.js';
+export type { RateLimitHandler, RateLimitRefusal } from './rate-limit-refusal.js';
 export { isHealthCheck, type Skip } from './skip.js';

@@ -1,7 +1,8 @@
 /**
  * The rate-limit headers of the IETF httpapi draft "RateLimit header fields for HTTP"
  * (draft-ietf-httpapi-ratelimit-headers-10): `RateLimit-Policy: "<name>";q=<limit>;w=<seconds>`
- * and `RateLimit: "<name>";r=<remaining>;t=<seconds>`.
+ * and `RateLimit: "<name>";r=<remaining>;t=<seconds>`; and, for clients written against older
+ * servers, the legacy `X-RateLimit-*` headers as express-rate-limit sends them.
  */
 import type { RateLimitResult, RateLimitRule } from '../rate-limit/store.js';
 
@@ -18,6 +19,27 @@ export function rateLimitHeaders(rule: RateLimitRule, result: RateLimitResult): 
   const headers: Record<string, string> = { 'ratelimit-policy': policyHeader(rule) };
   if (result.fallback !== 'fail-open') {
     headers.ratelimit = `"${rule.name}";r=${result.remaining};t=${Math.ceil(result.resetMs / 1000)}`;
+  }
+  return headers;
+}
+
+/**
+ * The legacy headers of one limiter decision, in lower case, as express-rate-limit's
+ * `legacyHeaders` sends them: `x-ratelimit-limit` (the capacity `remaining` counts down from: the
+ * rule's `burst`), `x-ratelimit-remaining`, and `x-ratelimit-reset`, the time the key is back at
+ * full capacity as Unix epoch seconds, rounded up (`nowMs + resetMs`; `nowMs` is the server's
+ * wall clock, which clients compare with the response's `Date`). A fail-open decision gets
+ * `x-ratelimit-limit` only: it knows nothing about the quota.
+ *
+ * @example
+ * const result = await limiter.take('downloads', bytes);
+ * for (const [name, value] of Object.entries(legacyRateLimitHeaders(result, Date.now()))) res.setHeader(name, value);
+ */
+export function legacyRateLimitHeaders(result: RateLimitResult, nowMs: number): Record<string, string> {
+  const headers: Record<string, string> = { 'x-ratelimit-limit': String(result.limit) };
+  if (result.fallback !== 'fail-open') {
+    headers['x-ratelimit-remaining'] = String(result.remaining);
+    headers['x-ratelimit-reset'] = String(Math.ceil((nowMs + result.resetMs) / 1000));
   }
   return headers;
 }
