@@ -45,7 +45,9 @@ export {
   type SampleFailedEvent,
   type ShedStateChangeEvent,
 } from './admission/load-shedder-options.js';
-export { type MapContext, type MapFn, mapConcurrent } from './admission/map-concurrent.js';
+export { type MapContext, type MapFn, mapConcurrent, mapSkip } from './admission/map-concurrent.js';
+export { mapConcurrentIterable } from './admission/map-concurrent-iterable.js';
+export type { MapConcurrentIterableOptions } from './admission/map-concurrent-iterable-options.js';
 export type {
   BulkheadOptions,
   ConcurrencyLimitOptions,

@@ -105,6 +105,8 @@ describe('package exports', () => {
       'concurrencyLimit',
       'bulkhead',
       'mapConcurrent',
+      'mapConcurrentIterable',
+      'mapSkip',
       'BulkheadFullError',
       'ConcurrencyLimitError',
       'LoadShedError',

@@ -47,6 +47,7 @@ import {
   type fastifyLoadShedding,
   type fastifyRateLimit,
   idempotencyMiddleware,
+  ipKey,
   loadSheddingMiddleware,
   problemReply,
   rateLimitMiddleware,
@@ -227,7 +228,17 @@ const problem = toProblem(new TimeoutError(10), { instance: undefined, nowMs: un
 // the HTTP edge
 const keyOf = (request: IncomingMessage): string => request.socket.remoteAddress ?? 'unknown';
 const middlewares = [
-  rateLimitMiddleware({ limiter: shared, key: keyOf, skip: undefined, cost: undefined, headers: undefined }),
+  rateLimitMiddleware({
+    limiter: shared,
+    key: keyOf,
+    skip: undefined,
+    cost: undefined,
+    headers: undefined,
+    legacyHeaders: undefined,
+    handler: undefined,
+    clock: undefined,
+  }),
+  rateLimitMiddleware({ limiter: shared, key: (request) => ipKey(request, { ipv6Subnet: undefined }) }),
   loadSheddingMiddleware({
     shedder,
     priority: () => 'normal',
