@@ -91,6 +91,8 @@ export {
   type SmartResiliencePolicy,
   smartResilience,
 } from './circuit-breaker/smart.js';
+export type { CircuitStats, LatencyPercentiles } from './circuit-breaker/stats.js';
+export type { CircuitWindow } from './circuit-breaker/window-options.js';
 export { classify, isTransient } from './core/classify.js';
 export { type Clock, systemClock, type TimerHandle } from './core/clock.js';
 export type { Context, Operation } from './core/context.js';

@@ -1,14 +1,13 @@
-import { classify } from '../core/classify.js';
 import type { Clock } from '../core/clock.js';
 import type { Context } from '../core/context.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { GatedPolicy } from '../core/gate.js';
 import { type Admission, type CallNote, Refusal, type Ticket } from '../core/gate-types.js';
-import { isDependencyFailureKind } from '../core/kind.js';
 import { failure, type Outcome } from '../core/outcome.js';
 import type { Step } from '../core/policy.js';
 import { TimeLimit, timeoutError } from '../core/time-limit.js';
 import { CircuitOpenError, type RefusingState } from './errors.js';
+import { Probes } from './half-open.js';
 import {
   type CircuitBreakerOptions,
   type CircuitSnapshot,
@@ -17,36 +16,27 @@ import {
   resolveOptions,
   type StateChangeEvent,
 } from './options.js';
-import { OutcomeWindow } from './window.js';
-
-/** The default failure rule: the dependency failed to answer (not: it answered "no"). */
-function failedByKind(error: unknown): boolean {
-  return isDependencyFailureKind(classify(error));
-}
-
-/** What one call turned out to say about the dependency. */
-type Verdict = 0 | 1 | 2;
-const Verdict = {
-  Success: 0,
-  Failure: 1,
-  /** The caller left (or the call was canceled): no evidence either way. */
-  None: 2,
-} as const;
+import type { CircuitStats } from './stats.js';
+import { judge, NONE, SUCCESS, type Verdict } from './verdict.js';
+import { Mark, type OutcomeWindow } from './window.js';
+import { openWindow } from './window-options.js';
 
 /**
  * A circuit breaker. Create one with {@link circuitBreaker}.
  *
  * Closed → open when a trip rule fires; open refuses every call with {@link CircuitOpenError}
- * until `resetTimeoutMs` passes; half-open admits `halfOpenProbes` concurrent probes and refuses
- * the rest; `successThreshold` probe successes close it and any probe failure re-opens it.
+ * until `resetTimeoutMs` passes; half-open admits `halfOpenProbes` probes and refuses the rest,
+ * and their outcomes close or re-open it (the first failure re-opens, or a sample decides with
+ * `halfOpenSuccessRate`).
  */
 export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
   private readonly o: ResolvedOptions;
   private readonly clock: Clock;
-  private readonly window: OutcomeWindow | undefined;
+  private readonly window: OutcomeWindow;
+  private readonly probes: Probes;
   private readonly limit: TimeLimit | undefined;
   private readonly stateChanged = new Listeners<StateChangeEvent>();
-  /** With `callTimeoutMs` or a slow-call rule, `run` times each call and judges it itself. */
+  /** With `callTimeoutMs`, a slow-call rule or `trackLatency`, `run` times and judges each call. */
   private readonly timed: boolean;
   private current: CircuitState = 'closed';
   /** Bumped on every transition: outcomes of calls admitted under an older state are ignored. */
@@ -54,8 +44,6 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
   private consecutiveFailures = 0;
   private openUntil = 0;
   private reopenCount = 0;
-  private probesInFlight = 0;
-  private probeSuccesses = 0;
 
   /** Use {@link circuitBreaker}. */
   constructor(options?: CircuitBreakerOptions) {
@@ -63,15 +51,12 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
     const o = resolveOptions(options);
     this.o = o;
     this.clock = o.clock;
-    this.window =
-      // Stryker disable next-line ConditionalExpression: a window without a rate rule is written to and never read
-      o.failureRate !== undefined || o.slowRate !== undefined
-        ? new OutcomeWindow(o.clock, o.windowMs)
-        : undefined;
+    this.window = openWindow(o.window, o.clock, o.trackLatency);
+    this.probes = new Probes(o.probes);
     this.limit =
       o.callTimeoutMs === undefined ? undefined : new TimeLimit(o.clock, o.callTimeoutMode === 'aggressive');
     // Stryker disable next-line ConditionalExpression: timing an untimed call judges and feeds it as settle would (slowCallMs is Infinity): only the fast path is lost
-    this.timed = this.limit !== undefined || o.slowRate !== undefined;
+    this.timed = o.trackLatency || this.limit !== undefined || o.slowRate !== undefined;
     if (options?.onStateChange !== undefined) this.onStateChange(options.onStateChange);
     this.configure(options ?? {}, o.clock);
     const initial = o.initialState;
@@ -106,18 +91,27 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
   reset(): void {
     this.consecutiveFailures = 0;
     this.reopenCount = 0;
-    this.window?.clear();
+    this.window.clear();
     if (this.current !== 'closed') this.transition('closed');
   }
 
   /**
-   * The state to save across a restart; pass it back as `initialState`. The failure-rate window is
-   * not saved: a restored breaker judges rates afresh.
+   * The state to save across a restart; pass it back as `initialState`. The window is not saved: a
+   * restored breaker judges rates afresh.
    */
   toJSON(): CircuitSnapshot {
     const state = this.current;
     const base = { state, consecutiveFailures: this.consecutiveFailures, reopenCount: this.reopenCount };
     return state === 'open' ? { ...base, openUntil: this.openUntil } : base;
+  }
+
+  /**
+   * Rolling figures over the `window` ({@link CircuitStats}); latency percentiles (`trackLatency`)
+   * are computed now. A pure read, like `state`; closing and `reset()` clear the window.
+   * @example const { failures, rejections, latencyMs } = breaker.stats();
+   */
+  stats(): CircuitStats {
+    return this.window.stats();
   }
 
   /** The time limit the next admitted call gets (undefined without `callTimeoutMs`). */
@@ -127,7 +121,7 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
     return Math.min(this.o.maxCallTimeoutMs, base * (1 + this.consecutiveFailures / 10));
   }
 
-  /** The fast path serves calls that need no timing: no call timeout, no slow-call rule. */
+  /** The fast path serves calls that need no timing: no call timeout, slow-call rule or latency. */
   // Stryker disable next-line BlockStatement: (never direct) run judges and feeds an untimed call as settle does: only the fast path is lost
   protected override direct(_context: Context): boolean {
     return !this.timed;
@@ -157,12 +151,12 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
   /** Feeds an untimed call's outcome to the trip rules; `handled` when it counted as a failure. */
   protected override settle(ticket: Ticket, failed: boolean, error: unknown, context: Context): boolean {
     if (this.timed) return false; // judged in run, which has the times
-    const verdict = failed ? this.judge(error, context) : Verdict.Success;
-    this.feed(ticket, verdict, false);
-    return verdict === Verdict.Failure;
+    const verdict = failed ? judge(error, context, this.o.isFailure) : SUCCESS;
+    this.feed(ticket, verdict, 0);
+    return (verdict & Mark.Failed) !== 0;
   }
 
-  /** With `callTimeoutMs` or a slow-call rule: runs the call under its time limit and judges it. */
+  /** When timed: runs the call (under its time limit with `callTimeoutMs`), times and judges it. */
   protected override run<T>(
     next: Step<T>,
     context: Context,
@@ -185,81 +179,58 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
         const deadline = inherited === undefined ? own : Math.min(inherited, own);
         if (endedAt >= deadline) outcome = failure(timeoutError(ms, deadline - startedAt));
       }
-      // Without a slow-call rule slowCallMs is Infinity: no call is slow.
-      const slow = endedAt - startedAt >= this.o.slowCallMs;
-      const verdict = outcome.ok ? Verdict.Success : this.judge(outcome.error, context);
-      this.feed(ticket, verdict, slow);
-      if (note !== undefined && verdict === Verdict.Failure) note.handled = true;
+      const verdict = outcome.ok ? SUCCESS : judge(outcome.error, context, this.o.isFailure);
+      this.feed(ticket, verdict, endedAt - startedAt);
+      if (note !== undefined && (verdict & Mark.Failed) !== 0) note.handled = true;
       return outcome;
     });
   }
 
-  /** A half-open call: a probe's ticket (odd), or refused when every probe slot is taken. */
+  /** A half-open call: a probe's ticket (odd), or refused when every probe's place is taken. */
   private takeProbe(): Admission<RefusingState> {
-    if (this.probesInFlight >= this.o.halfOpenProbes) return this.refuse('half-open', undefined);
-    this.probesInFlight++;
-    return this.generation * 2 + 1;
+    return this.probes.take() ? this.generation * 2 + 1 : this.refuse('half-open', undefined);
   }
 
   private refuse(state: RefusingState, retryAfterMs: number | undefined): Refusal<RefusingState> {
+    this.window.reject();
     return new Refusal(state, new CircuitOpenError(state, retryAfterMs));
   }
 
   /**
-   * What a failed call says about the dependency. A call whose signal aborted is judged by the
-   * abort's reason: a deadline that passed (an outer timeout, `AbortSignal.timeout()`) is a timeout
-   * failure; any other abort is the caller's own cancel and says nothing.
+   * Feeds the verdict of the call admitted with `ticket` to the window and the state machine.
+   * `latencyMs` is the call's time when timed, else 0 (without a slow-call rule slowCallMs is
+   * Infinity: no call is slow).
    */
-  private judge(error: unknown, context: Context): Verdict {
-    const signal = context.signal;
-    if (!signal.aborted) return this.judgeError(error);
-    const reason: unknown = signal.reason;
-    return classify(reason) === 'timeout' ? this.judgeError(reason) : Verdict.None;
-  }
-
-  /** What an error says about the dependency, by `isFailure` or by kind. */
-  private judgeError(error: unknown): Verdict {
-    const isFailure = this.o.isFailure;
-    if (isFailure !== undefined) {
-      try {
-        return isFailure(error) ? Verdict.Failure : Verdict.Success;
-      } catch {
-        return Verdict.Failure; // a broken predicate must not hide failures
-      }
-    }
-    if (failedByKind(error)) return Verdict.Failure;
-    // The dependency answered (a 4xx, a conflict): evidence it is up. A cancellation is no evidence.
-    return classify(error) === 'canceled' ? Verdict.None : Verdict.Success;
-  }
-
-  /** Feeds the verdict of the call admitted with `ticket` to the state machine. */
-  private feed(ticket: Ticket, verdict: Verdict, slow: boolean): void {
+  private feed(ticket: Ticket, verdict: Verdict, latencyMs: number): void {
     // A call admitted under an earlier state (before an open, reset or isolate) says nothing now.
     if (ticket >> 1 !== this.generation) return;
-    if ((ticket & 1) === 1) {
-      this.probesInFlight--;
-      if (verdict === Verdict.Failure) {
-        this.consecutiveFailures++;
-        this.reopenCount++;
-        this.open();
-      } else if (verdict === Verdict.Success) {
-        this.consecutiveFailures = 0;
-        if (++this.probeSuccesses >= this.o.successThreshold) this.close();
-      }
+    const probe = (ticket & 1) === 1;
+    if (verdict === NONE) {
+      if (probe) this.probes.free();
       return;
     }
-    if (verdict === Verdict.None) return;
-    const failed = verdict === Verdict.Failure;
+    const failed = verdict !== SUCCESS;
+    const marks = latencyMs >= this.o.slowCallMs ? verdict | Mark.Slow : verdict;
     if (failed) this.consecutiveFailures++;
     else this.consecutiveFailures = 0;
     const window = this.window;
-    if (window !== undefined) window.record(failed, slow);
-    // The ticket is of this generation and no probe: the circuit is still closed. Either rate rule
-    // has its window, and only a slow-call rule makes a call slow.
+    window.record(marks, latencyMs);
+    if (probe) {
+      const decision = this.probes.settle(failed);
+      if (decision === 'close') this.close();
+      else if (decision === 'open') {
+        this.reopenCount++;
+        this.open();
+      }
+      return;
+    }
+    // The ticket is of this generation and no probe: the circuit is still closed. Only a slow-call
+    // rule makes a call slow.
+    const o = this.o;
     if (
-      this.consecutiveFailures >= this.o.failureThreshold ||
-      (failed && this.o.failureRate !== undefined && window!.failureRateReached(this.o.failureRate)) ||
-      (slow && window!.slowRateReached(this.o.slowRate!))
+      this.consecutiveFailures >= o.failureThreshold ||
+      (failed && o.failureRate !== undefined && window.failureRateReached(o.failureRate)) ||
+      ((marks & Mark.Slow) !== 0 && window.slowRateReached(o.slowRate!))
     ) {
       this.open();
     }
@@ -275,7 +246,7 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
   private close(): void {
     this.reopenCount = 0;
     this.consecutiveFailures = 0;
-    this.window?.clear();
+    this.window.clear();
     this.transition('closed');
   }
 
@@ -284,8 +255,7 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
     this.current = to;
     // Stryker disable next-line UpdateOperator: counting down gives every state its own generation as well (`>> 1` floors negative tickets alike)
     this.generation++;
-    this.probesInFlight = 0;
-    this.probeSuccesses = 0;
+    this.probes.clear();
     // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the event
     if (this.stateChanged.active) this.stateChanged.emit({ from, to });
   }
@@ -295,8 +265,9 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
  * Creates a circuit breaker: stop calling a dependency that keeps failing, give it time, then
  * probe it carefully.
  *
- * - Trip rules: `failureThreshold` consecutive failures (default 5), and/or `failureRate` over a
- *   sliding time window, and/or a slow-call rate (`slowCallMs` + `slowCallRate`).
+ * - Trip rules: `failureThreshold` consecutive failures (default 5), and/or `failureRate` and/or a
+ *   slow-call rate (`slowCallMs` + `slowCallRate`) over the sliding `window` (the last N calls, or
+ *   a time span).
  * - Only failures of kind `transient`, `timeout`, `unavailable`, `overloaded` or `internal` count
  *   (override with `isFailure`). A 4xx or a conflict means the dependency answered: it counts as a
  *   success, never as a failure. A call that ended because a deadline passed (its signal aborted
@@ -304,17 +275,17 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
  *   caller's own cancel counts as nothing.
  * - Open: refuses at once with {@link CircuitOpenError} (kind `unavailable`, `retryAfterMs` = time
  *   until half-open), without calling the operation.
- * - Half-open: exactly `halfOpenProbes` concurrent probes; others refused at once, not queued.
- *   `successThreshold` successes close it; any probe failure re-opens it, for
- *   `resetTimeoutMs × resetBackoff^reopens` (capped by `maxResetTimeoutMs`). A probe aborted by its
- *   caller frees its slot.
+ * - Half-open: `halfOpenProbes` concurrent probes, others refused at once. `successThreshold`
+ *   successes close it and any probe failure re-opens it (or a sample decides: `halfOpenSuccessRate`)
+ *   for `resetTimeoutMs × resetBackoff^reopens` (capped by `maxResetTimeoutMs`). A probe aborted by
+ *   its caller frees its place; a timed-out probe failed.
  * - `callTimeoutMs`: each admitted call runs under a timeout that stretches to
  *   `callTimeoutMs × (1 + consecutiveFailures / 10)` (capped) while failures accumulate. A call
  *   past it fails with `TimeoutError` and counts as a failure whatever it returns later; by
  *   default (`callTimeoutMode: 'aggressive'`) it rejects at the limit, `'cooperative'` waits for the
  *   operation to settle first.
- * - `state`, `toJSON()` and `callTimeoutMs` are pure reads: an open circuit past its reset
- *   timeout reads `'open'` until the next call half-opens it.
+ * - `state`, `stats()`, `toJSON()` and `callTimeoutMs` are pure reads: an open circuit past its
+ *   reset timeout reads `'open'` until the next call half-opens it.
  *
  * Throws a `TypeError` naming the option for invalid options.
  *

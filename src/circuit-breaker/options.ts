@@ -4,6 +4,7 @@ import type { PolicyOptions, RejectedEvent } from '../core/policy-events.js';
 import { policyFields } from '../core/policy-fields.js';
 import {
   atLeast,
+  boolean,
   clockField,
   func,
   listenerField,
@@ -21,7 +22,9 @@ import {
 } from '../core/read-options.js';
 import { show } from '../core/validate.js';
 import type { RefusingState } from './errors.js';
+import { type ProbeRule, probeRule } from './half-open.js';
 import type { RateRule } from './window.js';
+import { type CircuitWindow, circuitWindow, minimumThroughputOf, windowOf } from './window-options.js';
 
 /** The states of a circuit breaker. */
 export type CircuitState = 'closed' | 'open' | 'half-open' | 'isolated';
@@ -29,13 +32,19 @@ export type CircuitState = 'closed' | 'open' | 'half-open' | 'isolated';
 /** How the breaker's `callTimeoutMs` treats a call still running at its limit. */
 export type CallTimeoutMode = 'aggressive' | 'cooperative';
 
-/** Trip on the share of failed calls in a sliding time window. */
+/** Trip on the share of failed calls in the sliding window. */
 export interface FailureRateOptions {
   /** Share of failed calls (0 < threshold ≤ 1) that opens the circuit, e.g. 0.5. */
   readonly threshold: number;
-  /** The sliding window, kept in 10 buckets. */
-  readonly windowMs: number;
-  /** Fewest calls in the window before the rate is judged at all. @default 20 */
+  /**
+   * A sliding time window of this span, kept in 10 buckets: the same as
+   * `window: { type: 'time', sizeMs: windowMs }`. Give this or `window`, not both.
+   */
+  readonly windowMs?: number | undefined;
+  /**
+   * Fewest calls in the window before a rate is judged at all (at most a count window's size).
+   * @default 20, or a smaller count window's size
+   */
   readonly minimumThroughput?: number | undefined;
 }
 
@@ -69,13 +78,19 @@ export interface CircuitBreakerOptions extends PolicyOptions<RefusingState> {
    * defaults to 5; with both, either rule opens it.
    */
   readonly failureThreshold?: number | undefined;
-  /** Open when the share of failed calls in a sliding time window reaches `threshold`. */
+  /** Open when the share of failed calls in the sliding window reaches `threshold`. */
   readonly failureRate?: FailureRateOptions | undefined;
+  /**
+   * The sliding window of the rate rules and `stats()`: `{ type: 'count', size }` (the last `size`
+   * calls, 1 to 100_000) or `{ type: 'time', sizeMs }`. @default `failureRate.windowMs`'s time
+   * window; a 10 s time window for a slow-call rule alone; else the last 100 calls (for `stats()`)
+   */
+  readonly window?: CircuitWindow | undefined;
   /** A call at least this slow counts as slow (for `slowCallRate`), even when it succeeds. */
   readonly slowCallMs?: number | undefined;
   /**
-   * Open when the share of slow calls reaches this (0 < rate ≤ 1), judged over `failureRate`'s
-   * window and minimum throughput (or a 10 s window and 20 calls without `failureRate`).
+   * Open when the share of slow calls reaches this (0 < rate ≤ 1), judged over the `window` with
+   * `failureRate`'s minimum throughput (20 calls without `failureRate`).
    */
   readonly slowCallRate?: number | undefined;
   /** How long it stays open before half-opening. @default 10_000 */
@@ -84,10 +99,26 @@ export interface CircuitBreakerOptions extends PolicyOptions<RefusingState> {
   readonly resetBackoff?: number | undefined;
   /** Ceiling of the open time under `resetBackoff`. @default 16 × resetTimeoutMs */
   readonly maxResetTimeoutMs?: number | undefined;
-  /** Concurrent probes admitted while half-open; every other caller is refused at once. @default 1 */
+  /**
+   * Concurrent probes admitted while half-open; every other caller is refused at once. With
+   * `halfOpenSuccessRate`, the probes of one half-open period in all. @default 1
+   */
   readonly halfOpenProbes?: number | undefined;
-  /** Probe successes that close it. @default 1 */
+  /** Probe successes that close it; any probe failure re-opens it. @default 1 */
   readonly successThreshold?: number | undefined;
+  /**
+   * Decide half-open on a sample instead of the first failure: admit `halfOpenProbes` probes in all
+   * (refusing others until the decision), close once their successes reach this share
+   * (0 < rate ≤ 1) of `halfOpenProbes`, re-open once failures make that impossible. Not with
+   * `successThreshold`. @default none (the first probe failure re-opens)
+   */
+  readonly halfOpenSuccessRate?: number | undefined;
+  /**
+   * Time every call so `stats()` reports latency percentiles (two clock reads per call, and the
+   * breaker's timed path). @default true with `callTimeoutMs` or a slow-call rule (those calls
+   * are timed anyway), else false
+   */
+  readonly trackLatency?: boolean | undefined;
   /**
    * Each admitted call's time limit; while consecutive failures accumulate it stretches to
    * `callTimeoutMs × (1 + failures / 10)`, capped by `maxCallTimeoutMs`. A caller's earlier
@@ -119,8 +150,8 @@ export interface CircuitBreakerOptions extends PolicyOptions<RefusingState> {
 
 const failureRateSchema = {
   threshold: required(positiveFraction),
-  windowMs: required(positiveNumber),
-  minimumThroughput: withDefault(20, positiveInt),
+  windowMs: optional(positiveNumber),
+  minimumThroughput: optional(positiveInt),
 } satisfies Schema<FailureRateOptions>;
 
 const states: readonly CircuitState[] = ['closed', 'open', 'half-open', 'isolated'];
@@ -137,13 +168,16 @@ const snapshotSchema = {
 export const circuitBreakerSchema = {
   failureThreshold: optional(positiveInt),
   failureRate: optional(nested(failureRateSchema)),
+  window: optional(circuitWindow),
   slowCallMs: optional(positiveNumber),
   slowCallRate: optional(positiveFraction),
   resetTimeoutMs: withDefault(10_000, positiveNumber),
   resetBackoff: withDefault(1, atLeast(1)),
   maxResetTimeoutMs: optional(positiveNumber),
   halfOpenProbes: withDefault(1, positiveInt),
-  successThreshold: withDefault(1, positiveInt),
+  successThreshold: optional(positiveInt),
+  halfOpenSuccessRate: optional(positiveFraction),
+  trackLatency: optional(boolean),
   callTimeoutMs: optional(positiveNumber),
   maxCallTimeoutMs: optional(positiveNumber),
   callTimeoutMode: optional(oneOf<CallTimeoutMode>(['aggressive', 'cooperative'])),
@@ -160,12 +194,12 @@ export interface ResolvedOptions {
   readonly failureRate: RateRule | undefined;
   readonly slowCallMs: number; // Infinity: rule off
   readonly slowRate: RateRule | undefined;
-  readonly windowMs: number;
+  readonly window: CircuitWindow;
+  readonly trackLatency: boolean;
   readonly resetTimeoutMs: number;
   readonly resetBackoff: number;
   readonly maxResetTimeoutMs: number;
-  readonly halfOpenProbes: number;
-  readonly successThreshold: number;
+  readonly probes: ProbeRule;
   readonly callTimeoutMs: number | undefined;
   readonly maxCallTimeoutMs: number;
   readonly callTimeoutMode: CallTimeoutMode;
@@ -180,13 +214,13 @@ export interface ResolvedOptions {
  */
 export function resolveOptions(options: CircuitBreakerOptions | undefined): ResolvedOptions {
   const o = readOptions('circuitBreaker options', options, circuitBreakerSchema);
-  const rate = o.failureRate;
-  const windowMs = rate?.windowMs ?? 10_000;
-  const minimumThroughput = rate?.minimumThroughput ?? 20;
-  const failureRate = rate === undefined ? undefined : { threshold: rate.threshold, minimumThroughput };
   if ((o.slowCallMs === undefined) !== (o.slowCallRate === undefined)) {
     throw new TypeError('expected "slowCallMs" and "slowCallRate" to be given together');
   }
+  const rate = o.failureRate;
+  const window = windowOf(o.window, rate, o.slowCallRate !== undefined);
+  const minimumThroughput = minimumThroughputOf(rate?.minimumThroughput, window);
+  const failureRate = rate === undefined ? undefined : { threshold: rate.threshold, minimumThroughput };
   const slowRate =
     o.slowCallRate === undefined ? undefined : { threshold: o.slowCallRate, minimumThroughput };
   const failureThreshold =
@@ -217,12 +251,12 @@ export function resolveOptions(options: CircuitBreakerOptions | undefined): Reso
     failureRate,
     slowCallMs: o.slowCallMs ?? Infinity,
     slowRate,
-    windowMs,
+    window,
+    trackLatency: o.trackLatency ?? (callTimeoutMs !== undefined || slowRate !== undefined),
     resetTimeoutMs,
     resetBackoff: o.resetBackoff,
     maxResetTimeoutMs,
-    halfOpenProbes: o.halfOpenProbes,
-    successThreshold: o.successThreshold,
+    probes: probeRule(o.halfOpenProbes, o.successThreshold, o.halfOpenSuccessRate),
     callTimeoutMs,
     maxCallTimeoutMs,
     callTimeoutMode: o.callTimeoutMode ?? 'aggressive',

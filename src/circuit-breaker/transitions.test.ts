@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ResilienceError } from '../core/errors.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { circuitBreaker } from './circuit-breaker.js';
-import type { CircuitState } from './options.js';
+import type { CircuitBreakerOptions, CircuitState } from './options.js';
 
 const legal = new Set([
   'closed→open',
@@ -42,30 +42,46 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'reset' as const }) },
 );
 
+/** The trip rule and its window. */
+const rules: Record<string, Omit<CircuitBreakerOptions, 'clock'>> = {
+  consecutive: { failureThreshold: 2 },
+  'time rate': { failureRate: { threshold: 0.5, windowMs: 1_000, minimumThroughput: 3 } },
+  'count rate': { failureRate: { threshold: 0.5, minimumThroughput: 3 }, window: { type: 'count', size: 5 } },
+  'count slow rate': { slowCallMs: 150, slowCallRate: 0.5, window: { type: 'count', size: 4 } },
+};
+
 describe('circuitBreaker transitions (property)', () => {
-  it('any sequence of outcomes, aborts and time steps yields only legal transitions, and half-open never runs more than halfOpenProbes at once', async () => {
+  it('any sequence of outcomes, aborts and time steps yields only legal transitions; half-open never runs more than halfOpenProbes at once (with sampling: in all, per half-open period); stats stay consistent', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(step, { maxLength: 60 }),
-        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.constantFrom(...Object.keys(rules)),
+        fc.constantFrom(undefined, 0.5, 0.75, 1),
         fc.boolean(),
-        async (steps, probes, rateRule) => {
+        async (steps, probes, rule, successRate, callTimeout) => {
           const clock = new FakeClock();
           const breaker = circuitBreaker({
             clock,
             resetTimeoutMs: 500,
             halfOpenProbes: probes,
             resetBackoff: 2,
-            ...(rateRule
-              ? { failureRate: { threshold: 0.5, windowMs: 1_000, minimumThroughput: 3 } }
-              : { failureThreshold: 2 }),
+            ...rules[rule],
+            ...(successRate === undefined ? {} : { halfOpenSuccessRate: successRate }),
+            ...(callTimeout ? { callTimeoutMs: 200 } : {}),
           });
           const seen: string[] = [];
           let state: CircuitState = 'closed';
+          // With sampling, the probes of one half-open period that hold a place (a probe its caller
+          // canceled gives its place back).
+          let period = 0;
+          let probesThisPeriod = 0;
           breaker.onStateChange(({ from, to }) => {
             expect(from).toBe(state);
             seen.push(`${from}→${to}`);
             state = to;
+            period++;
+            probesThisPeriod = 0;
           });
           let running = 0;
           let runningInHalfOpen = 0;
@@ -81,10 +97,13 @@ describe('circuitBreaker transitions (property)', () => {
                   .execute(
                     async ({ signal }) => {
                       const halfOpen = breaker.state === 'half-open';
+                      const admittedIn = period;
                       running++;
                       if (halfOpen) {
                         runningInHalfOpen++;
                         expect(runningInHalfOpen).toBeLessThanOrEqual(probes);
+                        probesThisPeriod++;
+                        if (successRate !== undefined) expect(probesThisPeriod).toBeLessThanOrEqual(probes);
                       }
                       try {
                         await clock.sleep(s.durationMs, signal);
@@ -95,6 +114,7 @@ describe('circuitBreaker transitions (property)', () => {
                       } finally {
                         running--;
                         if (halfOpen) runningInHalfOpen--;
+                        if (halfOpen && s.outcome === 'abort' && admittedIn === period) probesThisPeriod--;
                       }
                     },
                     { signal: controller.signal },
@@ -103,6 +123,13 @@ describe('circuitBreaker transitions (property)', () => {
               );
               if (s.outcome === 'abort') controller.abort();
             }
+            const stats = breaker.stats();
+            expect(
+              Math.min(stats.successes, stats.failures - stats.timeouts, stats.rejections),
+            ).toBeGreaterThanOrEqual(0);
+            const window = rules[rule]!.window;
+            const size = window?.type === 'count' ? window.size : Infinity;
+            expect(stats.successes + stats.failures + stats.rejections).toBeLessThanOrEqual(size);
           }
           await clock.advance(10_000);
           await Promise.all(pending);
