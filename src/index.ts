@@ -168,6 +168,13 @@ export type {
   ReplayEvent,
 } from './idempotency/options.js';
 export type { ClaimResult, IdempotencyStore } from './idempotency/store.js';
+export { type KeyedPolicies, keyed } from './keyed/keyed.js';
+export type {
+  KeyedOptions,
+  KeyedOverflowEvent,
+  KeyedRemovalReason,
+  KeyedRemovedEvent,
+} from './keyed/options.js';
 export {
   isLockLostError,
   isLockNotAcquiredError,
@@ -213,7 +220,7 @@ export type {
   Versioned,
 } from './optimistic/options.js';
 export { isOutboxPublishError, OutboxPublishError } from './outbox/errors.js';
-export { MemoryOutbox, type MemoryOutboxOptions, memoryOutbox } from './outbox/memory-store.js';
+export { type MemoryOutbox, type MemoryOutboxOptions, memoryOutbox } from './outbox/memory-store.js';
 export type {
   DeadLetteredEvent,
   DeliveredEvent,
@@ -293,7 +300,7 @@ export {
   SagaFailedError,
   SagaLeaseLostError,
 } from './saga/errors.js';
-export { MemorySagaLog, type MemorySagaLogOptions, memorySagaLog } from './saga/memory-store.js';
+export { type MemorySagaLog, type MemorySagaLogOptions, memorySagaLog } from './saga/memory-store.js';
 export type {
   CompensatedEvent,
   CompensationContext,

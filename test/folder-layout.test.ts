@@ -26,6 +26,7 @@ const patternFolders = [
   'transition',
   'optimistic',
   'outbox',
+  'keyed',
 ];
 
 describe('folder layout', () => {
@@ -44,6 +45,7 @@ describe('folder layout', () => {
     ['transition', ['transition-guard.ts', 'options.ts', 'errors.ts', 'snapshot.ts']],
     ['optimistic', ['optimistic-update.ts', 'options.ts', 'errors.ts']],
     ['outbox', ['outbox-relay.ts', 'options.ts', 'errors.ts', 'store.ts', 'memory-store.ts']],
+    ['keyed', ['keyed.ts', 'options.ts', 'registry.ts']],
   ])('%s/ holds its roles', (folder, files) => {
     for (const file of files) expect(existsSync(join(src, folder, file)), `${folder}/${file}`).toBe(true);
   });

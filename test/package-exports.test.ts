@@ -105,6 +105,7 @@ describe('package exports', () => {
       'concurrencyLimit',
       'bulkhead',
       'mapConcurrent',
+      'keyed',
       'mapConcurrentIterable',
       'mapSkip',
       'BulkheadFullError',

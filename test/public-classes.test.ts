@@ -20,6 +20,9 @@ describe('public classes', () => {
     'RetryBudget',
     'RateLimiter',
     'MemoryRateLimitStore',
+    'MemorySagaLog',
+    'MemoryOutbox',
+    'KeyedPolicies',
   ])('%s is not a value export of bulwark', (name) => {
     expect(Object.keys(root)).not.toContain(name);
   });
