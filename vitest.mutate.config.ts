@@ -24,6 +24,7 @@ export default defineConfig({
       'test/cache/redis-layer.test.ts',
       'test/cache/read-through.test.ts',
       'test/postgres/*.test.ts',
+      'test/saga/memory-log-conformance.test.ts',
     ],
     testTimeout: 20_000,
     hookTimeout: 20_000,
