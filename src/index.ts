@@ -237,7 +237,8 @@ export type {
   OutboxStore,
   Publish,
 } from './outbox/store.js';
-export { isRateLimitedError, RateLimitedError } from './rate-limit/errors.js';
+export type { CombinedRateLimiter } from './rate-limit/combined.js';
+export { isRateLimitedError, RateLimitedError, type RateLimitRejection } from './rate-limit/errors.js';
 export type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './rate-limit/events.js';
 export {
   type MemoryRateLimitStore,

@@ -11,10 +11,17 @@ export interface Algorithm<S> {
   /** A fresh key's state at time `now`: full capacity. */
   create(rule: RateLimitRule, now: number): S;
   /**
-   * Decides a take of `cost` units at `now`, updating `state` only when allowed. `cost` 0 is a peek:
-   * it is always allowed and changes nothing.
+   * Decides a take of `cost` units at `now`, updating `state` only when allowed and `commit` (the
+   * default; `false` asks what the take would decide, changing nothing). `cost` 0 is a peek: it is
+   * always allowed and changes nothing.
    */
-  take(state: S, now: number, cost: number, rule: RateLimitRule): RateLimitResult;
+  take(state: S, now: number, cost: number, rule: RateLimitRule, commit?: boolean): RateLimitResult;
+  /**
+   * Moves the key's quota by `units` at `now` (a non-zero integer): positive consumes (a penalty),
+   * negative gives back (a reward), clamped so that `remaining` stays within [0, burst] — a penalty
+   * never takes a key below empty, a reward never fills it above its capacity.
+   */
+  adjust(state: S, now: number, units: number, rule: RateLimitRule): void;
 }
 
 /**

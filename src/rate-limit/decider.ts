@@ -21,6 +21,22 @@ export interface Decider {
   peek(key: string): Promise<RateLimitResult>;
   /** Forgets `key`. */
   reset(key: string): Promise<void>;
+  /** Moves `key`'s quota by `units` (positive consumes); rejects with the store's failure as is. */
+  adjust(key: string, units: number): Promise<RateLimitResult>;
+  /** Blocks `key` for `ms`; rejects with the store's failure as is. */
+  block(key: string, ms: number): Promise<RateLimitResult>;
+  /**
+   * A refusal of `cost` on `key` known without asking the store (the blocked-key memory of a remote
+   * store), or undefined. For decisions the limiter does not make itself (`rateLimiter.all()`).
+   */
+  localRefusal(key: string, cost: number): RateLimitResult | undefined;
+  /**
+   * Takes note of the store's decision on `cost` of `key`, made elsewhere (`rateLimiter.all()`): a
+   * refusal is reported and remembered, an admitted take keeps a local fallback warm.
+   */
+  decided(key: string, cost: number, result: RateLimitResult): RateLimitResult;
+  /** The decision when the store failed on `cost` of `key` (0: a peek): the limiter's mode; may throw. */
+  storeFailed(key: string, cost: number, error: unknown): RateLimitResult;
 }
 
 /** Tells the limiter's `onRejected` listeners about a refusal (only called when some listen). */
@@ -51,9 +67,7 @@ export class MemoryDecider implements Decider {
 
   /** The decision, synchronously; throws the store's `TypeError` (two rules under one name). */
   takeSync(key: string, cost: number): RateLimitResult {
-    const result = this.store.takeSync(key, cost, this.rule);
-    if (!result.allowed && this.rejected.active) emitRejected(this.rejected, key, cost, result);
-    return result;
+    return this.decided(key, cost, this.store.takeSync(key, cost, this.rule));
   }
 
   peek(key: string): Promise<RateLimitResult> {
@@ -62,5 +76,28 @@ export class MemoryDecider implements Decider {
 
   reset(key: string): Promise<void> {
     return this.store.reset(key, this.rule);
+  }
+
+  adjust(key: string, units: number): Promise<RateLimitResult> {
+    return this.store.adjust(key, units, this.rule);
+  }
+
+  block(key: string, ms: number): Promise<RateLimitResult> {
+    return this.store.block(key, ms, this.rule);
+  }
+
+  /** The store itself answers as fast as a memory of refusals would: nothing is known locally. */
+  localRefusal(): undefined {
+    return undefined;
+  }
+
+  decided(key: string, cost: number, result: RateLimitResult): RateLimitResult {
+    if (!result.allowed && this.rejected.active) emitRejected(this.rejected, key, cost, result);
+    return result;
+  }
+
+  /** The in-memory store fails only on bad use (two rules under one name): its error, as is. */
+  storeFailed(_key: string, _cost: number, error: unknown): never {
+    throw error;
   }
 }

@@ -21,7 +21,8 @@ export interface GcraState {
  * policy as the token bucket, stored as one timestamp. Each unit advances the TAT by the emission
  * interval `periodMs / limit`; a take is allowed while the TAT stays within `burst × periodMs /
  * limit` (tau) of now. Computed in token·ms (durations × `limit`), the token bucket's scale: tau is
- * `burst × periodMs`, a unit `periodMs`.
+ * `burst × periodMs`, a unit `periodMs`. Adjusting moves the TAT by whole units, clamped between now
+ * (full) and now + tau (empty; a TAT already beyond stays), exactly as the token bucket's level.
  */
 export const gcra: Algorithm<GcraState> = {
   create(rule: RateLimitRule, now: number): GcraState {
@@ -30,7 +31,7 @@ export const gcra: Algorithm<GcraState> = {
     return { tatMs: nowMs, tatRest: (now - nowMs) * rule.limit };
   },
 
-  take(state: GcraState, now: number, cost: number, rule: RateLimitRule): RateLimitResult {
+  take(state: GcraState, now: number, cost: number, rule: RateLimitRule, commit = true): RateLimitResult {
     // Mirrored by the Redis script with the same operations in the same order, so both stores
     // compute the same doubles.
     const { limit, periodMs, burst } = rule;
@@ -38,10 +39,7 @@ export const gcra: Algorithm<GcraState> = {
     const slack = slackOf(periodMs);
     const nowMs = Math.floor(now);
     const nowRest = (now - nowMs) * limit;
-    // How far the TAT is ahead of now, in token·ms (0 when it is in the past).
-    let before = (state.tatMs - nowMs) * limit + (state.tatRest - nowRest);
-    // Stryker disable next-line EqualityOperator: (<=) a 0 set to 0
-    if (before < 0) before = 0;
+    const before = aheadOf(state, nowMs, nowRest, limit);
     const debt = before + cost * periodMs;
     const short = debt - tau;
     if (short > slack) {
@@ -53,15 +51,34 @@ export const gcra: Algorithm<GcraState> = {
         burst,
       );
     }
-    if (cost > 0) {
-      const ahead = nowRest + debt;
-      const whole = Math.floor(ahead / limit);
-      state.tatMs = nowMs + whole;
-      state.tatRest = ahead - whole * limit;
-    }
+    if (cost > 0 && commit) setTat(state, nowMs, nowRest, debt, limit);
     return decision(true, remainingOf(tau, debt, periodMs), 0, ceilMs((debt - slack) / limit), burst);
   },
+
+  adjust(state: GcraState, now: number, units: number, rule: RateLimitRule): void {
+    const { limit, periodMs, burst } = rule;
+    const nowMs = Math.floor(now);
+    const nowRest = (now - nowMs) * limit;
+    const before = aheadOf(state, nowMs, nowRest, limit);
+    const next = before + units * periodMs;
+    const debt = units > 0 ? Math.min(next, Math.max(before, burst * periodMs)) : Math.max(next, 0);
+    setTat(state, nowMs, nowRest, debt, limit);
+  },
 };
+
+/** How far the TAT is ahead of now, in token·ms (0 when it is in the past). */
+function aheadOf(state: GcraState, nowMs: number, nowRest: number, limit: number): number {
+  const before = (state.tatMs - nowMs) * limit + (state.tatRest - nowRest);
+  return Math.max(before, 0);
+}
+
+/** Sets the TAT to `debt` token·ms after now, in its two parts. */
+function setTat(state: GcraState, nowMs: number, nowRest: number, debt: number, limit: number): void {
+  const ahead = nowRest + debt;
+  const whole = Math.floor(ahead / limit);
+  state.tatMs = nowMs + whole;
+  state.tatRest = ahead - whole * limit;
+}
 
 /** Whole units available when the TAT is `debt` token·ms ahead of now (the 1e-9 absorbs rounding). */
 function remainingOf(tau: number, debt: number, periodMs: number): number {

@@ -3,8 +3,10 @@ import { type Clock, systemClock } from '../core/clock.js';
 import { isClock, optionKeys, optionsObject, positiveInteger } from '../core/validate.js';
 import type { Algorithm } from './algorithm.js';
 import { gcra } from './gcra.js';
+import { blockedDecision, blockLeft, extendBlock } from './key-block.js';
 import { keyMap } from './key-map.js';
 import { sameRule } from './rule.js';
+import { settle } from './settle.js';
 import { slidingWindowCounter } from './sliding-window-counter.js';
 import type { RateLimitAlgorithm, RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
 import { tokenBucket } from './token-bucket.js';
@@ -43,6 +45,8 @@ interface Partition {
    */
   lastKey: string | undefined;
   lastState: object | undefined;
+  /** Blocked keys: when each block ends (store clock), bounded like the states. */
+  readonly blocks: LRUCache<string, number>;
 }
 
 /**
@@ -51,9 +55,10 @@ interface Partition {
  * (`lru-cache`), and starts no timer at all: an idle key costs memory until it is evicted, never
  * CPU. Single-process only: use `redisStores(client).rateLimit` to share limits between processes.
  *
- * It implements the one {@link RateLimitStore} interface (promises, like every store) and decides
- * synchronously underneath: {@link MemoryRateLimitStore.takeSync} is that decision without the
- * promise, which `limiter.takeSync()` uses.
+ * It implements the whole {@link RateLimitStore} interface (promises, like every store), quota
+ * control and combined limits included, and decides synchronously underneath:
+ * {@link MemoryRateLimitStore.takeSync} is that decision without the promise, which
+ * `limiter.takeSync()` uses. Blocks are kept beside the states, bounded by `maxKeys` too.
  */
 export class MemoryRateLimitStore implements RateLimitStore {
   private readonly maxKeys: number;
@@ -72,11 +77,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
 
   /** {@link MemoryRateLimitStore.takeSync}, as a promise; rejects with its `TypeError`. */
   take(key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> {
-    try {
-      return Promise.resolve(this.takeSync(key, cost, rule));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return settle(() => this.takeSync(key, cost, rule));
   }
 
   /** `takeSync(key, 0, rule)`, as a promise. */
@@ -84,15 +85,69 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return this.take(key, 0, rule);
   }
 
-  /** Forgets `key` under `rule` (it restarts at full capacity); resolves at once. */
+  /** Forgets `key` under `rule` (it restarts at full capacity, unblocked); resolves at once. */
   reset(key: string, rule: RateLimitRule): Promise<void> {
     const partition = this.partitions.get(rule.name);
     if (partition !== undefined) {
       partition.states.delete(key);
+      partition.blocks.delete(key);
       // Stryker disable next-line ConditionalExpression: (true) dropping the hot-key shortcut for another key only costs that key one LRU lookup of the same state
       if (partition.lastKey === key) partition.lastKey = partition.lastState = undefined;
     }
     return Promise.resolve();
+  }
+
+  /** Moves `key`'s quota by `units` (see {@link RateLimitStore.adjust}); resolves at once. */
+  adjust(key: string, units: number, rule: RateLimitRule): Promise<RateLimitResult> {
+    return settle(() => {
+      const partition = this.partitionOf(rule);
+      const now = this.clock.now();
+      const state = this.stateOf(partition, key, now, rule);
+      partition.algorithm.adjust(state, now, units, rule);
+      return this.decide(partition, key, now, 0, rule, state);
+    });
+  }
+
+  /** Blocks `key` for `ms` (see {@link RateLimitStore.block}); resolves at once. */
+  block(key: string, ms: number, rule: RateLimitRule): Promise<RateLimitResult> {
+    return settle(() => {
+      const partition = this.partitionOf(rule);
+      const now = this.clock.now();
+      extendBlock(partition.blocks, key, now + ms);
+      return this.takeSync(key, 0, rule);
+    });
+  }
+
+  /**
+   * Takes `cost` from `key` under every rule or none (see {@link RateLimitStore.takeAll}), without a
+   * promise: each rule is asked first, then, when all allow, each takes, at one reading of the clock.
+   */
+  takeAllSync(key: string, cost: number, rules: readonly RateLimitRule[]): RateLimitResult[] {
+    const partitions = rules.map((rule) => this.partitionOf(rule));
+    const now = this.clock.now();
+    const states = partitions.map(
+      (partition, i) => partition.states.peek(key) ?? partition.algorithm.create(rules[i]!, now),
+    );
+    const asked = partitions.map((partition, i) => {
+      const left = blockLeft(partition.blocks, key, now);
+      return left > 0
+        ? blockedDecision(partition.algorithm, states[i]!, now, cost, rules[i]!, left)
+        : partition.algorithm.take(states[i]!, now, cost, rules[i]!, false);
+    });
+    if (asked.every((result) => result.allowed)) {
+      return partitions.map((partition, i) =>
+        this.decide(partition, key, now, cost, rules[i]!, this.stateOf(partition, key, now, rules[i]!)),
+      );
+    }
+    // Refused: nothing is taken, so a rule that would have allowed reports its state as it is.
+    return asked.map((result, i) =>
+      result.allowed ? partitions[i]!.algorithm.take(states[i]!, now, 0, rules[i]!) : result,
+    );
+  }
+
+  /** {@link MemoryRateLimitStore.takeAllSync}, as a promise; rejects with its `TypeError`. */
+  takeAll(key: string, cost: number, rules: readonly RateLimitRule[]): Promise<RateLimitResult[]> {
+    return settle(() => this.takeAllSync(key, cost, rules));
   }
 
   /**
@@ -108,8 +163,27 @@ export class MemoryRateLimitStore implements RateLimitStore {
     if (cost === 0) {
       // A peek does not refresh the key's recency, and does not store a fresh state.
       const seen = partition.states.peek(key) ?? partition.algorithm.create(rule, now);
-      return partition.algorithm.take(seen, now, 0, rule);
+      return this.decide(partition, key, now, 0, rule, seen);
     }
+    return this.decide(partition, key, now, cost, rule, this.stateOf(partition, key, now, rule));
+  }
+
+  /** The decision on `cost` (0: a peek) of `key`, whose state is `state`, blocks included. */
+  private decide(
+    partition: Partition,
+    key: string,
+    now: number,
+    cost: number,
+    rule: RateLimitRule,
+    state: object,
+  ): RateLimitResult {
+    const left = blockLeft(partition.blocks, key, now);
+    if (left > 0) return blockedDecision(partition.algorithm, state, now, cost, rule, left);
+    return partition.algorithm.take(state, now, cost, rule);
+  }
+
+  /** The stored state of `key` (a fresh one stored when it has none), now the most recent. */
+  private stateOf(partition: Partition, key: string, now: number, rule: RateLimitRule): object {
     // Stryker disable next-line ConditionalExpression: (false) the LRU holds the same state for the last key, already the most recent, so get changes no recency
     let state = key === partition.lastKey ? partition.lastState! : partition.states.get(key);
     if (state === undefined) {
@@ -118,7 +192,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     }
     partition.lastKey = key;
     partition.lastState = state;
-    return partition.algorithm.take(state, now, cost, rule);
+    return state;
   }
 
   /** Keys held now, over every limiter name. */
@@ -137,6 +211,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
         states: keyMap<object>(this.maxKeys),
         lastKey: undefined,
         lastState: undefined,
+        blocks: keyMap<number>(this.maxKeys),
       };
       this.partitions.set(rule.name, partition);
     } else if (!sameRule(partition.rule, rule)) {

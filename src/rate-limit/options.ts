@@ -5,18 +5,23 @@
  */
 
 import type { Clock } from '../core/clock.js';
-import { policyOptionKeys } from '../core/policy-events.js';
+import { policyFields } from '../core/policy-fields.js';
 import {
+  boolean,
   clockField,
+  nonNegativeOrInfinity,
   oneOf,
   optional,
   positiveInt,
+  positiveIntOrInfinity,
   type ReadOptions,
   readOptions,
   type Schema,
+  signal,
   withDefault,
 } from '../core/read-options.js';
-import { optionKeys, show } from '../core/validate.js';
+import { positive, show } from '../core/validate.js';
+import type { RateLimitRejection } from './errors.js';
 import type { RateLimitPolicyOptions } from './rate-limit-policy.js';
 import { type RateLimitRuleOptions, ruleSchema } from './rule.js';
 import type { RateLimitStore } from './store.js';
@@ -58,6 +63,14 @@ export interface RateLimiterOptions extends RateLimitRuleOptions {
   readonly storeFailure?: StoreFailureMode | undefined;
   /** How many processes share the limit: the `local` fallback admits `1 / instances` of it. @default 1 */
   readonly instances?: number | undefined;
+  /**
+   * Most callers of `wait()` (and of `policy(key, { wait: true })`) queued on one key at once, the
+   * one being served included: one more is refused at once with a `RateLimitedError` whose `reason`
+   * is `queue-full`. A positive integer, or `Infinity`: the queue is then bounded only by time (a
+   * waiter whose turn comes after its `maxWaitMs` is refused at once).
+   * @default Infinity
+   */
+  readonly maxQueue?: number | undefined;
 }
 
 /** Options of `limiter.wait()`. */
@@ -78,25 +91,30 @@ export interface RateLimitWaitOptions {
   readonly maxWaitMs?: number | undefined;
 }
 
-/** The keys `wait()` accepts. */
-export const waitOptionKeys = optionKeys<RateLimitWaitOptions>({
-  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
-  cost: true,
-  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
-  signal: true,
-  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
-  maxWaitMs: true,
-});
-/** The keys `policy()` accepts. */
-export const rateLimitPolicyOptionKeys = optionKeys<RateLimitPolicyOptions>({
-  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
-  cost: true,
-  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
-  wait: true,
-  // Stryker disable next-line BooleanLiteral: optionKeys reads only the keys; the value is the type's required `true`
-  maxWaitMs: true,
-  ...policyOptionKeys,
-});
+const waitSchema = {
+  cost: optional(positiveInt),
+  signal: optional(signal),
+  maxWaitMs: optional(nonNegativeOrInfinity),
+} satisfies Schema<RateLimitWaitOptions>;
+
+/** `wait()` options read, the cost checked against `burst`; `maxWaitMs` undefined when absent. */
+export function readWaitOptions(options: RateLimitWaitOptions | undefined, burst: number) {
+  const o = readOptions('wait options', options, waitSchema);
+  return { ...o, cost: o.cost === undefined ? 1 : costOf(o.cost, burst) };
+}
+
+const policySchema = {
+  cost: optional(positiveInt),
+  wait: withDefault(false, boolean),
+  maxWaitMs: optional(nonNegativeOrInfinity),
+  ...policyFields<RateLimitRejection>(),
+} satisfies Schema<RateLimitPolicyOptions>;
+
+/** `policy()` options read, the cost checked against `burst`. */
+export function readPolicyOptions(options: RateLimitPolicyOptions | undefined, burst: number) {
+  const o = readOptions('policy options', options, policySchema);
+  return { ...o, cost: o.cost === undefined ? 1 : costOf(o.cost, burst) };
+}
 
 /** Any object with `take`, `peek` and `reset`. */
 function rateLimitStore(name: string, value: unknown): RateLimitStore {
@@ -120,9 +138,46 @@ const rateLimiterSchema = {
   clock: clockField,
   storeFailure: withDefault<StoreFailureMode>('fail-closed', oneOf(['fail-open', 'fail-closed', 'local'])),
   instances: withDefault(1, positiveInt),
+  maxQueue: withDefault(Infinity, positiveIntOrInfinity),
 } satisfies Schema<RateLimiterOptions>;
 
 /** Reads `rateLimiter` options; a `TypeError` names the first bad one. */
 export function readRateLimiterOptions(options: RateLimiterOptions): ReadOptions<typeof rateLimiterSchema> {
   return readOptions('rateLimiter options', options, rateLimiterSchema);
+}
+
+/**
+ * A `cost` of `take`, `wait` or `policy` under a rule of `burst`: a positive integer up to `burst`
+ * (a larger cost could never be allowed). Throws a `TypeError` naming `cost` otherwise.
+ */
+export function costOf(cost: unknown, burst: number): number {
+  // Stryker disable next-line EqualityOperator: (cost <= 1) no caller passes cost 1 here (each skips the check for it), so 1 is never refused
+  if (!Number.isInteger(cost) || (cost as number) < 1) {
+    throw new TypeError(`expected "cost" to be a positive integer, got ${show(cost)}`);
+  }
+  if ((cost as number) > burst) {
+    throw new TypeError(
+      `expected "cost" to be at most "burst" (${burst}): a larger cost could never be allowed, got ${cost}`,
+    );
+  }
+  return cost as number;
+}
+
+/** The `units` of `penalty()` and `reward()`: a positive integer up to 2^53 − 1. */
+export function quotaUnits(units: unknown): number {
+  if (!Number.isSafeInteger(units) || (units as number) < 1) {
+    throw new TypeError(`expected "units" to be a positive integer up to 2^53 − 1, got ${show(units)}`);
+  }
+  return units as number;
+}
+
+/** The longest `block()`: 1e12 ms, about 31.7 years (a block ends; "forever" is a deny list). */
+export const MAX_BLOCK_MS = 1e12;
+
+/** The `ms` of `block()`: a positive finite number up to {@link MAX_BLOCK_MS}. */
+export function blockMs(ms: unknown): number {
+  if (positive('ms', ms) > MAX_BLOCK_MS) {
+    throw new TypeError(`expected "ms" to be at most 1e12 (about 31.7 years), got ${show(ms)}`);
+  }
+  return ms as number;
 }

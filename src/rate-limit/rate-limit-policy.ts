@@ -4,12 +4,9 @@ import type { Context } from '../core/context.js';
 import { GatedPolicy } from '../core/gate.js';
 import { type Admission, Refusal, type Ticket } from '../core/gate-types.js';
 import type { PolicyOptions } from '../core/policy-events.js';
-import { isRateLimitedError, RateLimitedError } from './errors.js';
+import { isRateLimitedError, RateLimitedError, type RateLimitRejection } from './errors.js';
 import type { RateLimiter } from './rate-limiter.js';
 import type { RateLimitResult } from './store.js';
-
-/** Why a rate-limit policy refused a call (the `reason` of its `onRejected` events). */
-export type RateLimitRejection = 'rate-limited';
 
 /** Options of `limiter.policy(key, options)`. */
 export interface RateLimitPolicyOptions extends PolicyOptions<RateLimitRejection> {
@@ -73,7 +70,8 @@ export class RateLimitPolicy extends GatedPolicy<RateLimitRejection> {
         ...(maxWaitMs === undefined ? {} : { maxWaitMs }),
       });
     } catch (error) {
-      if (isRateLimitedError(error)) return new Refusal('rate-limited', error);
+      // A refusal from another copy of bulwark may predate `reason`.
+      if (isRateLimitedError(error)) return new Refusal(error.reason ?? 'rate-limited', error);
       throw error;
     }
     return 0;

@@ -1,27 +1,33 @@
 import type { Clock } from '../core/clock.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import type { Policy } from '../core/policy.js';
-import { nonNegative, optionsObject, show, storeKey } from '../core/validate.js';
+import { storeKey } from '../core/validate.js';
+import { CombinedRateLimiter } from './combined.js';
 import { type Decider, MemoryDecider } from './decider.js';
 import type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './events.js';
 import { MemoryRateLimitStore } from './memory-store.js';
 import {
+  blockMs,
+  costOf,
+  quotaUnits,
   type RateLimiterOptions,
   type RateLimitWaitOptions,
-  rateLimitPolicyOptionKeys,
+  readPolicyOptions,
   readRateLimiterOptions,
-  waitOptionKeys,
+  readWaitOptions,
 } from './options.js';
 import { RateLimitPolicy, type RateLimitPolicyOptions } from './rate-limit-policy.js';
 import { RemoteDecider } from './remote-decider.js';
 import { localRuleOf, ruleFrom } from './rule.js';
+import { settle } from './settle.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
 import { WaitQueue } from './wait-queue.js';
+import { longestWaitMs } from './wait-turn.js';
 
 /**
- * A rate limiter: `limit` units per `periodMs` per key, decided by its store. `take`, `peek`,
- * `reset` and `wait` answer with promises whatever the store; `takeSync` is the in-memory store's
- * synchronous fast path.
+ * A rate limiter: `limit` units per `periodMs` per key, decided by its store. `take`, `peek`, `wait`
+ * and the quota controls (`penalty`, `reward`, `block`, `reset`) answer with promises whatever the
+ * store; `takeSync` is the in-memory store's synchronous fast path.
  */
 export class RateLimiter {
   /** The validated rule. */
@@ -29,10 +35,12 @@ export class RateLimiter {
   /** The store deciding. */
   readonly store: RateLimitStore;
   private readonly clock: Clock;
-  private readonly decider: Decider;
+  /** @internal How this limiter reaches its store (`rateLimiter.all()` combines limiters through it). */
+  readonly decider: Decider;
   /** The decider when the store is the in-memory one: what `takeSync` runs on. */
   private readonly memory: MemoryDecider | undefined;
   private readonly defaultMaxWaitMs: number;
+  private readonly maxQueue: number;
   private readonly rejected = new Listeners<RateLimitRejectedEvent>();
   private readonly storeErrors = new Listeners<RateLimitStoreErrorEvent>();
   private waiters: WaitQueue | undefined;
@@ -43,6 +51,7 @@ export class RateLimiter {
     this.rule = ruleFrom(o);
     const { maxKeys, instances, storeFailure: mode } = o;
     this.clock = o.clock;
+    this.maxQueue = o.maxQueue;
     this.store = o.store ?? new MemoryRateLimitStore({ maxKeys, clock: this.clock });
     if (this.store instanceof MemoryRateLimitStore) {
       this.memory = new MemoryDecider(this.store, this.rule, this.rejected);
@@ -60,9 +69,7 @@ export class RateLimiter {
         storeErrors: this.storeErrors,
       });
     }
-    const { limit, periodMs, burst, buckets, algorithm } = this.rule;
-    this.defaultMaxWaitMs =
-      algorithm === 'sliding-window' ? periodMs + periodMs / buckets : (burst * periodMs) / limit;
+    this.defaultMaxWaitMs = longestWaitMs(this.rule);
   }
 
   /**
@@ -86,7 +93,7 @@ export class RateLimiter {
     try {
       storeKey('key', key);
       // Stryker disable next-line ConditionalExpression: (true) checkCost(1) always passes (burst ≥ 1); the guard only skips the check for the common cost
-      if (cost !== 1) this.checkCost(cost);
+      if (cost !== 1) costOf(cost, this.rule.burst);
       return this.decider.take(key, cost);
     } catch (error) {
       return Promise.reject(error);
@@ -112,7 +119,7 @@ export class RateLimiter {
     }
     storeKey('key', key);
     // Stryker disable next-line ConditionalExpression: (true) checkCost(1) always passes (burst ≥ 1); the guard only skips the check for the common cost
-    if (cost !== 1) this.checkCost(cost);
+    if (cost !== 1) costOf(cost, this.rule.burst);
     return memory.takeSync(key, cost);
   }
 
@@ -121,7 +128,7 @@ export class RateLimiter {
    * Store failures follow `storeFailure` like `take`; a bad `key` rejects with a `TypeError`.
    */
   peek(key: string): Promise<RateLimitResult> {
-    return badKeyRejection(key) ?? this.decider.peek(key);
+    return settle(() => this.decider.peek(storeKey('key', key)));
   }
 
   /**
@@ -129,7 +136,8 @@ export class RateLimiter {
    * Waiters of one key are served in arrival order, and only the first asks the store (once per
    * refill, not once per waiter). Rejects with a `RateLimitedError` as soon as its turn is known to be
    * later than `maxWaitMs` (so it never sleeps in vain: `maxWaitMs: 0` behind a waiting head is
-   * refused at once), with `signal.reason` on abort (the sleep ends at once, no timer or listener
+   * refused at once) or `maxQueue` callers already wait for `key` (`reason` `queue-full`), with
+   * `signal.reason` on abort (the sleep ends at once, no timer or listener
    * left; waits sharing a signal share one listener), and with the `StoreUnavailableError` under
    * `fail-closed`.
    *
@@ -138,32 +146,19 @@ export class RateLimiter {
    * await callPartner();
    */
   wait(key: string, options?: RateLimitWaitOptions): Promise<RateLimitResult> {
-    let cost: number;
-    let maxWaitMs: number;
-    let signal: AbortSignal | undefined;
-    try {
+    return settle(() => {
       storeKey('key', key);
-      const o = optionsObject('wait options', options, waitOptionKeys);
-      cost = o.cost ?? 1;
-      // Stryker disable next-line ConditionalExpression: (true) checkCost(1) always passes (burst ≥ 1); the guard only skips the check for the common cost
-      if (cost !== 1) this.checkCost(cost);
-      maxWaitMs =
-        o.maxWaitMs === undefined ? this.defaultMaxWaitMs : nonNegative('maxWaitMs', o.maxWaitMs, true);
-      signal = o.signal;
-      if (signal !== undefined && !(signal instanceof AbortSignal)) {
-        throw new TypeError(`expected "signal" to be an AbortSignal, got ${show(signal)}`);
-      }
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    // On the in-memory store the queue's head decides synchronously, as it always did.
-    const memory = this.memory;
-    this.waiters ??= new WaitQueue(
-      memory === undefined ? (k, c) => this.decider.take(k, c) : (k, c) => memory.takeSync(k, c),
-      this.clock,
-      this.rule,
-    );
-    return this.waiters.wait(key, cost, maxWaitMs, signal);
+      const o = readWaitOptions(options, this.rule.burst);
+      // On the in-memory store the queue's head decides synchronously, as it always did.
+      const memory = this.memory;
+      this.waiters ??= new WaitQueue(
+        memory === undefined ? (k, c) => this.decider.take(k, c) : (k, c) => memory.takeSync(k, c),
+        this.clock,
+        this.rule,
+        this.maxQueue,
+      );
+      return this.waiters.wait(key, o.cost, o.maxWaitMs ?? this.defaultMaxWaitMs, o.signal);
+    });
   }
 
   /**
@@ -178,24 +173,67 @@ export class RateLimiter {
    */
   policy(key: string, options?: RateLimitPolicyOptions): RateLimitPolicy {
     storeKey('key', key);
-    const o = optionsObject('policy options', options, rateLimitPolicyOptionKeys);
-    const cost = o.cost ?? 1;
-    // Stryker disable next-line ConditionalExpression: (true) checkCost(1) always passes (burst ≥ 1); the guard only skips the check for the common cost
-    if (cost !== 1) this.checkCost(cost);
-    const maxWaitMs = o.maxWaitMs === undefined ? undefined : nonNegative('maxWaitMs', o.maxWaitMs, true);
-    if (o.wait !== undefined && typeof o.wait !== 'boolean') {
-      throw new TypeError(`expected "wait" to be a boolean, got ${show(o.wait)}`);
-    }
-    return new RateLimitPolicy(this, this.clock, key, cost, o.wait === true, maxWaitMs, o);
+    const o = readPolicyOptions(options, this.rule.burst);
+    return new RateLimitPolicy(this, this.clock, key, o.cost, o.wait, o.maxWaitMs, o);
   }
 
   /**
-   * Forgets `key` in the store (it restarts at full capacity) and in local memory. Rejects with a
-   * `StoreUnavailableError` when the store fails (`storeFailure` does not apply), and with a
-   * `TypeError` for a bad `key`.
+   * Forgets `key` in the store (it restarts at full capacity, and a block on it is lifted: this is
+   * rate-limiter-flexible's `delete`) and in local memory. Rejects with a `StoreUnavailableError`
+   * when the store fails (`storeFailure` does not apply), and with a `TypeError` for a bad `key`.
    */
   reset(key: string): Promise<void> {
-    return badKeyRejection(key) ?? this.decider.reset(key);
+    return settle(() => this.decider.reset(storeKey('key', key)));
+  }
+
+  /**
+   * Consumes `units` more of `key`'s quota, as if taken, without a request (rate-limiter-flexible's
+   * `penalty`): a failed login costing five attempts, an abusive request costing more. Clamped: it
+   * never takes the key below empty (`remaining` 0), so a penalty cannot push a client into debt.
+   * Atomic on the store (one script call on Redis). Resolves with the key's state after, as `peek`
+   * reports it.
+   *
+   * Rejects with a `TypeError` for a bad `key`, for `units` that is not a positive integer up to
+   * 2^53 − 1 (NaN, 0, negative, fractional), or when the store has no `adjust`; with the
+   * `StoreUnavailableError` when the store fails, whatever `storeFailure` says.
+   *
+   * @example
+   * if (!passwordMatches) await logins.penalty(`user:${user}`, 4); // a failure costs 5 with the take
+   */
+  penalty(key: string, units = 1): Promise<RateLimitResult> {
+    return settle(() => this.decider.adjust(storeKey('key', key), quotaUnits(units)));
+  }
+
+  /**
+   * Gives `units` back to `key` (rate-limiter-flexible's `reward`): a request that turned out to
+   * cost nothing, a cache hit. Clamped: it never fills the key above full capacity (`remaining`
+   * `burst`), so saved-up rewards cannot grow a burst. Atomic like `penalty`, and fails the same way.
+   * Resolves with the key's state after.
+   *
+   * @example
+   * const decision = await perUser.take(userId, 10);
+   * if (decision.allowed && servedFromCache) await perUser.reward(userId, 9);
+   */
+  reward(key: string, units = 1): Promise<RateLimitResult> {
+    return settle(() => this.decider.adjust(storeKey('key', key), -quotaUnits(units)));
+  }
+
+  /**
+   * Refuses every take of `key` for `ms` milliseconds from now on the store's clock, whatever its
+   * quota (rate-limiter-flexible's `block`): on Redis the block is in the shared state, so every
+   * process refuses it. Refusals say `remaining` 0 and the longer of the block's rest and the wait the
+   * quota itself needs as `retryAfterMs`; the quota underneath keeps refilling. A block never
+   * shortens one already longer; `reset(key)` lifts it. Resolves with the key's state after.
+   *
+   * Rejects with a `TypeError` for a bad `key`, for `ms` that is not a positive finite number up to
+   * 1e12 (about 31.7 years), or when the store has no `block`; with the `StoreUnavailableError` when
+   * the store fails.
+   *
+   * @example
+   * if (failedLogins >= 10) await logins.block(`ip:${ip}`, 15 * 60_000);
+   */
+  block(key: string, ms: number): Promise<RateLimitResult> {
+    return settle(() => this.decider.block(storeKey('key', key), blockMs(ms)));
   }
 
   /** Subscribes to refusals; returns a disposer. */
@@ -206,28 +244,6 @@ export class RateLimiter {
   /** Subscribes to store failures; returns a disposer. */
   onStoreError(listener: Listener<RateLimitStoreErrorEvent>): Disposer {
     return this.storeErrors.add(listener);
-  }
-
-  private checkCost(cost: number): void {
-    // Stryker disable next-line EqualityOperator: (cost <= 1) no caller passes cost 1 here (each skips the check for it), so 1 is never refused
-    if (!Number.isInteger(cost) || cost < 1) {
-      throw new TypeError(`expected "cost" to be a positive integer, got ${show(cost)}`);
-    }
-    if (cost > this.rule.burst) {
-      throw new TypeError(
-        `expected "cost" to be at most "burst" (${this.rule.burst}): a larger cost could never be allowed, got ${cost}`,
-      );
-    }
-  }
-}
-
-/** The `TypeError` of a bad `key` as a rejected promise; undefined for a good key. */
-function badKeyRejection(key: string): Promise<never> | undefined {
-  try {
-    storeKey('key', key);
-    return undefined;
-  } catch (error) {
-    return Promise.reject(error);
   }
 }
 
@@ -244,7 +260,7 @@ function badKeyRejection(key: string): Promise<never> | undefined {
  * Throws a `TypeError` naming the option for: `limit`/`burst` not positive integers, `periodMs` not a
  * positive finite number, `burst` × `periodMs` above 2^53 − 1, `burst` ≠ `limit` or `buckets` outside 1–1000
  * for `sliding-window`, `buckets` for another algorithm, an unknown `algorithm` or `storeFailure`, a
- * bad `name`, `maxKeys`, `instances`, `clock` or `store`, an unknown option.
+ * bad `name`, `maxKeys`, `instances`, `maxQueue`, `clock` or `store`, an unknown option.
  *
  * @example
  * const perUser = rateLimiter({ limit: 100, periodMs: 60_000, burst: 20 });
@@ -261,3 +277,23 @@ function badKeyRejection(key: string): Promise<never> | undefined {
 export function rateLimiter(options: RateLimiterOptions): RateLimiter {
   return new RateLimiter(options);
 }
+
+/**
+ * Combines limiters of one store into one decision per take: `take(key, cost)` takes `cost` from
+ * `key` under every limiter, or under none when any refuses (atomic on the store: one script call
+ * on Redis, the keys sharing the user key as their hash tag, so one Redis Cluster slot). The way to
+ * say "10 per second and 1 000 per hour" without a refusal by one spending a unit of the other
+ * (rate-limiter-flexible's `RateLimiterUnion` consumes from every limiter whatever the outcome).
+ *
+ * Throws a `TypeError` for anything but an array of 1 to 16 limiters from `rateLimiter()`, for
+ * limiters with different stores or the same `name`, or a store without `takeAll`.
+ *
+ * @example
+ * const store = memoryRateLimitStore();
+ * const perSecond = rateLimiter({ name: 'second', limit: 10, periodMs: 1_000, store });
+ * const perHour = rateLimiter({ name: 'hour', limit: 1_000, periodMs: 3_600_000, store });
+ * const api = rateLimiter.all([perSecond, perHour]);
+ * const { allowed, retryAfterMs } = await api.take(`user:${userId}`);
+ */
+rateLimiter.all = (limiters: readonly RateLimiter[]): CombinedRateLimiter =>
+  new CombinedRateLimiter(limiters);

@@ -12,6 +12,7 @@ import { type Decider, emitRejected } from './decider.js';
 import type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './events.js';
 import { MemoryRateLimitStore } from './memory-store.js';
 import type { StoreFailureMode } from './options.js';
+import { settle } from './settle.js';
 import type { RateLimitResult, RateLimitRule, RateLimitStore } from './store.js';
 
 /** What a remote decider needs from its limiter. */
@@ -59,12 +60,8 @@ export class RemoteDecider implements Decider {
   }
 
   take(key: string, cost: number): Promise<RateLimitResult> {
-    const blocked = this.blocked.check(key, cost, this.rule.burst);
-    if (blocked !== undefined) {
-      // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the guard only skips building the event
-      if (this.rejected.active) emitRejected(this.rejected, key, cost, blocked);
-      return Promise.resolve(blocked);
-    }
+    const blocked = this.localRefusal(key, cost);
+    if (blocked !== undefined) return Promise.resolve(blocked);
     let pending: RateLimitResult | Promise<RateLimitResult>;
     try {
       pending = this.store.take(key, cost, this.rule);
@@ -103,8 +100,51 @@ export class RemoteDecider implements Decider {
     });
   }
 
+  /**
+   * Moves `key`'s quota on the store, then on the local fallback (kept warm). A reward forgets the
+   * key's remembered refusal first: the store may admit it now.
+   */
+  adjust(key: string, units: number): Promise<RateLimitResult> {
+    if (units < 0) this.blocked.forget(key);
+    return this.alter('adjust', key, units);
+  }
+
+  /** Blocks `key` on the store, then on the local fallback (kept warm). */
+  block(key: string, ms: number): Promise<RateLimitResult> {
+    return this.alter('block', key, ms);
+  }
+
+  localRefusal(key: string, cost: number): RateLimitResult | undefined {
+    const blocked = this.blocked.check(key, cost, this.rule.burst);
+    // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the guard only skips building the event
+    if (blocked !== undefined && this.rejected.active) emitRejected(this.rejected, key, cost, blocked);
+    return blocked;
+  }
+
+  /** Runs the store's `adjust` or `block`; a store without it is a `TypeError`, a failure rejects. */
+  private alter(operation: 'adjust' | 'block', key: string, amount: number): Promise<RateLimitResult> {
+    const store = this.store;
+    const run = store[operation];
+    if (run === undefined) {
+      return Promise.reject(
+        new TypeError(
+          `this limiter's store has no ${operation}(): ${operation === 'adjust' ? 'penalty() and reward() need' : 'block() needs'} a store that implements it (both built-in stores do)`,
+        ),
+      );
+    }
+    return settle(() => run.call(store, key, amount, this.rule)).then(
+      (result) => {
+        void this.local?.[operation](key, amount, this.localRule);
+        return result;
+      },
+      (error: unknown) => {
+        throw asStoreError(error);
+      },
+    );
+  }
+
   /** The store decided: remember refusals, keep the local fallback warm. */
-  private decided(key: string, cost: number, result: RateLimitResult): RateLimitResult {
+  decided(key: string, cost: number, result: RateLimitResult): RateLimitResult {
     if (!result.allowed) {
       this.blocked.remember(key, cost, result);
       // Stryker disable next-line ConditionalExpression: (true) emitting to no listener does nothing; the guard only saves building the event
@@ -116,7 +156,7 @@ export class RemoteDecider implements Decider {
   }
 
   /** The store failed (on a take of `cost`, or a peek: cost 0): report it, then apply the mode. */
-  private storeFailed(key: string, cost: number, cause: unknown): RateLimitResult {
+  storeFailed(key: string, cost: number, cause: unknown): RateLimitResult {
     const error = asStoreError(cause);
     // Stryker disable next-line ConditionalExpression: (true) emitting to no listener does nothing; the guard only saves building the event
     if (this.storeErrors.active) this.storeErrors.emit({ key, error, mode: this.mode });

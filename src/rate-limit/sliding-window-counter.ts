@@ -36,28 +36,25 @@ export const slidingWindowCounter: Algorithm<SlidingWindowState> = {
     };
   },
 
-  take(stored: SlidingWindowState, now: number, cost: number, rule: RateLimitRule): RateLimitResult {
-    // A peek slides a copy: sliding the stored state would change a later decision of a clock that
-    // steps back (a take after it counts what the peek dropped), and a peek changes nothing.
+  take(
+    stored: SlidingWindowState,
+    now: number,
+    cost: number,
+    rule: RateLimitRule,
+    commit = true,
+  ): RateLimitResult {
+    // A peek (or a take that only asks) slides a copy: sliding the stored state would change a later
+    // decision of a clock that steps back (a take after it counts what the peek dropped), and a peek
+    // changes nothing.
     const state =
-      cost > 0 ? stored : { counts: stored.counts.slice(), newest: stored.newest, total: stored.total };
+      cost > 0 && commit
+        ? stored
+        : { counts: stored.counts.slice(), newest: stored.newest, total: stored.total };
     const { limit, periodMs, buckets } = rule;
     const width = periodMs / buckets;
     const slots = buckets + 1;
     const counts = state.counts;
-    const current = Math.floor(now / width);
-    // Slide: empty the sub-windows between the newest recorded and now. A clock that steps back
-    // keeps counting into the newest sub-window.
-    // Stryker disable next-line EqualityOperator: (>=) in the same sub-window there is nothing to slide
-    if (current > state.newest) {
-      const steps = Math.min(slots, current - state.newest);
-      for (let i = 1; i <= steps; i++) {
-        const slot = (state.newest + i) % slots;
-        state.total -= counts[slot]!;
-        counts[slot] = 0;
-      }
-      state.newest = current;
-    }
+    slide(state, now, width, slots);
     const newest = state.newest;
     const total = state.total;
 
@@ -85,7 +82,49 @@ export const slidingWindowCounter: Algorithm<SlidingWindowState> = {
     const remaining = limit - total;
     return decision(false, Math.max(remaining, 0), retryAfterMs, resetOf(state, now, width, slots), limit);
   },
+
+  adjust(state: SlidingWindowState, now: number, units: number, rule: RateLimitRule): void {
+    const { limit, periodMs, buckets } = rule;
+    const slots = buckets + 1;
+    const counts = state.counts;
+    slide(state, now, periodMs / buckets, slots);
+    if (units > 0) {
+      // A penalty counts as units taken now, up to the limit.
+      const added = Math.min(units, Math.max(limit - state.total, 0));
+      counts[state.newest % slots]! += added;
+      state.total += added;
+      return;
+    }
+    // A reward gives back the most recent units first (it undoes the last takes), as far as it goes.
+    let left = -units;
+    for (let j = 0; j < slots && left > 0; j++) {
+      const slot = (state.newest + slots - j) % slots;
+      const back = Math.min(counts[slot]!, left);
+      counts[slot]! -= back;
+      state.total -= back;
+      left -= back;
+    }
+  },
 };
+
+/**
+ * Slides `state` to `now`: empties the sub-windows between the newest recorded and now. A clock
+ * that steps back keeps counting into the newest sub-window.
+ */
+function slide(state: SlidingWindowState, now: number, width: number, slots: number): void {
+  const current = Math.floor(now / width);
+  // Stryker disable next-line EqualityOperator: (>=) in the same sub-window there is nothing to slide
+  if (current > state.newest) {
+    const counts = state.counts;
+    const steps = Math.min(slots, current - state.newest);
+    for (let i = 1; i <= steps; i++) {
+      const slot = (state.newest + i) % slots;
+      state.total -= counts[slot]!;
+      counts[slot] = 0;
+    }
+    state.newest = current;
+  }
+}
 
 /** Time until the newest non-empty sub-window stops counting (0 when every count is 0). */
 function resetOf(state: SlidingWindowState, now: number, width: number, slots: number): number {

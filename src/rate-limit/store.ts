@@ -59,22 +59,27 @@ export interface RateLimitResult {
 }
 
 /**
- * Where rate-limit state lives. Three operations, each atomic per key, each answering with a
- * promise whatever the backend (the in-memory store too, so a limiter's callers never depend on
- * which store it has).
+ * Where rate-limit state lives. Three operations every store has, each atomic per key, each
+ * answering with a promise whatever the backend (the in-memory store too, so a limiter's callers
+ * never depend on which store it has), and three for quota control and combined limits that both
+ * built-in stores have.
  *
  * - **Atomicity.** `take` reads the key's state, decides and writes the new state as one step: two
  *   concurrent takes of the last unit never both succeed, whichever process they come from. A
- *   refused take changes nothing.
+ *   refused take changes nothing. `adjust`, `block` and `takeAll` are each one step the same way.
  * - **Whose clock.** The store's: a memory store reads its `clock`, the Redis store `TIME` on the
  *   server, so processes with skewed clocks share one timeline. The client's clock is never written
- *   into shared state.
- * - **Expiry.** State may be dropped once it is equivalent to a fresh key (full capacity): Redis keys
- *   carry a `PEXPIRE` of exactly that long, so expiry never changes a decision. A bounded memory
- *   store also evicts least-recently-used keys, which then restart at full capacity.
+ *   into shared state (a block's end included).
+ * - **Expiry.** State may be dropped once it is equivalent to a fresh key (full capacity, no block):
+ *   Redis keys carry a `PEXPIRE` of exactly that long, so expiry never changes a decision. A bounded
+ *   memory store also evicts least-recently-used keys (and blocks), which then restart at full
+ *   capacity, unblocked.
+ * - **Blocks.** A blocked key refuses every take until the block ends, with `remaining` 0 and a
+ *   `retryAfterMs` of the longer of the block's rest and the wait its quota itself needs; its quota
+ *   is kept underneath and refills as usual. `peek` reports it with `remaining` 0.
  * - **Failure.** A store that cannot decide rejects; it never reports a failure as a refusal. The
- *   limiter turns failures into its `storeFailure` behaviour (a store that throws instead of
- *   rejecting is treated the same).
+ *   limiter turns failures of `take` into its `storeFailure` behaviour (a store that throws instead of
+ *   rejecting is treated the same); failures of the other operations reject the limiter's call.
  */
 export interface RateLimitStore {
   /**
@@ -84,6 +89,32 @@ export interface RateLimitStore {
   take(key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult>;
   /** The key's state now, as an allowed take of 0 units would see it; changes nothing. */
   peek(key: string, rule: RateLimitRule): Promise<RateLimitResult>;
-  /** Forgets `key`: it restarts at full capacity. */
+  /** Forgets `key`: it restarts at full capacity, and a block on it is lifted. */
   reset(key: string, rule: RateLimitRule): Promise<void>;
+  /**
+   * Moves `key`'s quota by `units` (a non-zero safe integer), atomically: positive consumes (a
+   * penalty), negative gives back (a reward), clamped so that `remaining` stays within [0, burst]
+   * whatever the algorithm (the token bucket moves its level, GCRA its arrival time, the sliding
+   * window counts the units in its newest sub-window or, for a reward, removes the most recent ones).
+   * Resolves with the state after, as `peek` reports it.
+   *
+   * Optional in the type so that a store written for `take`, `peek` and `reset` still compiles and
+   * limits; `limiter.penalty()` and `reward()` reject with a `TypeError` on a store without it.
+   */
+  adjust?(key: string, units: number, rule: RateLimitRule): Promise<RateLimitResult>;
+  /**
+   * Blocks `key` for `ms` (a positive number of milliseconds) from now on the store's clock,
+   * atomically: a block never shortens one already longer, and `reset` lifts it. Resolves with the
+   * state after, as `peek` reports it (`remaining` 0). Optional like `adjust` (`limiter.block()`
+   * rejects with a `TypeError` on a store without it).
+   */
+  block?(key: string, ms: number, rule: RateLimitRule): Promise<RateLimitResult>;
+  /**
+   * Takes `cost` units from `key` under every rule of `rules` (distinct names, `cost` ≤ each
+   * `burst`) atomically, or from none: resolves with one decision per rule, in order, each saying
+   * whether that rule alone admits the cost now; the units were taken exactly when every decision
+   * allows. When some rule refuses, nothing is taken, and a rule that would have allowed reports its
+   * state as `peek` does. Optional like `adjust` (`rateLimiter.all()` refuses a store without it).
+   */
+  takeAll?(key: string, cost: number, rules: readonly RateLimitRule[]): Promise<RateLimitResult[]>;
 }

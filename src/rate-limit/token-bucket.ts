@@ -20,23 +20,25 @@ export interface TokenBucketState {
 /**
  * Token bucket: `burst` tokens, refilled continuously at `limit / periodMs`; a take of `cost` needs
  * `cost` tokens. Allows at most `burst + limit × t / periodMs` units over any interval of `t` ms.
+ * Adjusting moves the level by whole units: a penalty never below 0 (nor a level already below it
+ * lower), a reward never above the capacity.
  */
 export const tokenBucket: Algorithm<TokenBucketState> = {
   create(rule: RateLimitRule, now: number): TokenBucketState {
     return { level: rule.burst * rule.periodMs, last: now };
   },
 
-  take(state: TokenBucketState, now: number, cost: number, rule: RateLimitRule): RateLimitResult {
+  take(
+    state: TokenBucketState,
+    now: number,
+    cost: number,
+    rule: RateLimitRule,
+    commit = true,
+  ): RateLimitResult {
     const { limit, periodMs, burst } = rule;
     const capacity = burst * periodMs;
     const slack = slackOf(periodMs);
-    // Refilled up to now. A clock that steps back takes back what it refilled since then (the level
-    // may go below 0): quota taken at a later time counts as taken, as GCRA's TAT counts it, so both
-    // decide alike and retryAfterMs is enough on the clock as it reads now.
-    let level = state.level + (now - state.last) * limit;
-    // Stryker disable next-line EqualityOperator: (>=) a level equal to the capacity is set to itself
-    if (level > capacity) level = capacity;
-    const last = now;
+    let level = refilled(state, now, limit, capacity);
     // What is missing, in token·ms: the same quantity and comparison as GCRA's, so both decide
     // alike, and a refusal always says at least 1 ms.
     const short = cost * periodMs - level;
@@ -44,9 +46,9 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
       // A shortfall within the slack is carried, not forgiven: forgiving it at every take would let
       // a client a billionth of a unit early each time drift past the rate, and decide unlike GCRA.
       level = -short;
-      if (cost > 0) {
+      if (cost > 0 && commit) {
         state.level = level;
-        state.last = last;
+        state.last = now;
       }
       return decision(true, unitsOf(level, periodMs), 0, ceilMs((capacity - level - slack) / limit), burst);
     }
@@ -58,7 +60,27 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
       burst,
     );
   },
+
+  adjust(state: TokenBucketState, now: number, units: number, rule: RateLimitRule): void {
+    const { limit, periodMs, burst } = rule;
+    const capacity = burst * periodMs;
+    const level = refilled(state, now, limit, capacity);
+    const next = level - units * periodMs;
+    state.level = units > 0 ? Math.max(next, Math.min(level, 0)) : Math.min(next, capacity);
+    state.last = now;
+  },
 };
+
+/**
+ * The level refilled up to `now`, capped at the capacity. A clock that steps back takes back what
+ * it refilled since then (the level may go below 0): quota taken at a later time counts as taken,
+ * as GCRA's TAT counts it, so both decide alike and retryAfterMs is enough on the clock as it reads
+ * now.
+ */
+function refilled(state: TokenBucketState, now: number, limit: number, capacity: number): number {
+  const level = state.level + (now - state.last) * limit;
+  return Math.min(level, capacity);
+}
 
 /** Whole units in `level` token·ms (the 1e-9 absorbs rounding; a carried shortfall is 0 units). */
 function unitsOf(level: number, periodMs: number): number {

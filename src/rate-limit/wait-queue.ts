@@ -61,8 +61,9 @@ class KeyQueue {
   ) {}
 
   /**
-   * Queues `waiter` behind the others, or refuses it at once (false) when its turn is estimated
-   * after its deadline. `behind` counts the units after the head up to and including its own.
+   * Queues `waiter` behind the others, or refuses it at once (false) when `maxQueue` callers
+   * already wait or its turn is estimated after its deadline. `behind` counts the units after the
+   * head up to and including its own.
    */
   join(waiter: Waiter, now: number): boolean {
     const head = this.waiters.first;
@@ -74,9 +75,10 @@ class KeyQueue {
         head.cost,
         this.units - head.cost + waiter.cost,
       );
+      const full = this.waiters.size >= this.owner.maxQueue;
       // One ms of slack: the head's readiness is known to whole milliseconds only.
-      if (turn - 1 > waiter.deadline) {
-        waiter.reject(waitRefusal(this.owner.rule, this.key, turn - now, 0, 'turn'));
+      if (full || turn - 1 > waiter.deadline) {
+        waiter.reject(waitRefusal(this.owner.rule, this.key, turn - now, 0, full ? 'queue-full' : 'turn'));
         return false;
       }
       if (this.readyAt === undefined) this.unchecked = true;
@@ -208,7 +210,9 @@ class KeyQueue {
  *
  * Every waiter's turn is estimated from its queue position (see {@link turnAt}): one whose turn
  * comes after its deadline is refused at once, and one that leaves at its deadline carries the
- * estimate as `retryAfterMs` (at least 1 ms: it could not be served yet).
+ * estimate as `retryAfterMs` (at least 1 ms: it could not be served yet). At most `maxQueue`
+ * waiters queue on one key; one more is refused at once (`reason` `queue-full`), with the estimate
+ * of the turn it would have had.
  *
  * Each key's waiters queue in the one waiting room ({@link LinkedQueue}: O(1) to join and to leave
  * from anywhere), and the deadlines of every waiter of every key share one timer (a
@@ -222,10 +226,15 @@ export class WaitQueue {
   /** Waiters queued now, over all keys. */
   private waiting = 0;
 
+  /**
+   * @param maxQueue most waiters queued on one key at once (a positive integer or `Infinity`); one
+   * more is refused at once
+   */
   constructor(
     readonly take: Take,
     readonly clock: Clock,
     readonly rule: RateLimitRule,
+    readonly maxQueue: number,
   ) {
     this.deadlines = new DeadlineQueue(clock);
   }

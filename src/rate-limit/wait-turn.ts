@@ -35,8 +35,30 @@ export function turnAt(
   return (readyAt ?? now) + (Math.max(0, units) * periodMs) / limit;
 }
 
-/** Why a waiter gives up: refused past its limit, its turn estimated past it, or its deadline passed. */
-export type WaitRefusalReason = 'refused' | 'turn' | 'deadline';
+/**
+ * The longest an uncontended key can need to admit a take (`maxWaitMs`'s default): a full refill,
+ * `burst × periodMs / limit` (token bucket, GCRA), or `periodMs + periodMs / buckets` (sliding
+ * window, whose units come back up to one sub-window late).
+ */
+export function longestWaitMs(rule: RateLimitRule): number {
+  const { limit, periodMs, burst, buckets, algorithm } = rule;
+  return algorithm === 'sliding-window' ? periodMs + periodMs / buckets : (burst * periodMs) / limit;
+}
+
+/**
+ * Why a waiter gives up: refused past its limit, its turn estimated past it, its deadline passed, or
+ * `maxQueue` callers already waiting for the key.
+ */
+export type WaitRefusalReason = 'refused' | 'turn' | 'deadline' | 'queue-full';
+
+const messages: Readonly<Record<WaitRefusalReason, (retryAfterMs: number) => string>> = {
+  refused: (ms) => `rate limit exceeded: quota for this cost comes back in ${ms} ms, after the wait limit`,
+  turn: (ms) => `rate limit exceeded: this waiter's turn comes in ${ms} ms, after the wait limit`,
+  deadline: (ms) =>
+    `rate limit exceeded: no quota came back within the wait limit; this waiter's turn comes in ${ms} ms`,
+  'queue-full': (ms) =>
+    `rate limit exceeded: the wait queue of this key is full (maxQueue); this waiter's turn would come in ${ms} ms`,
+};
 
 /**
  * The error of a waiter of `key` that gives up: quota for its cost is `waitMs` away (at least 1 ms,
@@ -53,11 +75,7 @@ export function waitRefusal(
   return new RateLimitedError(key, retryAfterMs, {
     limit: rule.burst,
     remaining,
-    message:
-      why === 'refused'
-        ? `rate limit exceeded: quota for this cost comes back in ${retryAfterMs} ms, after the wait limit`
-        : why === 'turn'
-          ? `rate limit exceeded: this waiter's turn comes in ${retryAfterMs} ms, after the wait limit`
-          : `rate limit exceeded: no quota came back within the wait limit; this waiter's turn comes in ${retryAfterMs} ms`,
+    message: messages[why](retryAfterMs),
+    reason: why === 'queue-full' ? 'queue-full' : 'rate-limited',
   });
 }

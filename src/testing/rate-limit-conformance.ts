@@ -19,108 +19,25 @@
  *   return { store: memoryRateLimitStore({ clock }), elapse: (ms) => clock.advance(ms), slackMs: 0 };
  * }, { describe, it });
  */
-import { ruleOf } from '../rate-limit/rule.js';
-import type {
-  RateLimitAlgorithm,
-  RateLimitResult,
-  RateLimitRule,
-  RateLimitStore,
-} from '../rate-limit/store.js';
-import { type ConformanceRunner, conformanceChecks, scenarios } from './conformance-runner.js';
+import type { RateLimitResult } from '../rate-limit/store.js';
+import { type ConformanceRunner, scenarios } from './conformance-runner.js';
+import {
+  algorithms,
+  equal,
+  fail,
+  firstUnitBack,
+  integerResult,
+  type RateLimitStoreFixture,
+  rule,
+  sequence,
+  take,
+  takeTheOneUnit,
+  within,
+} from './rate-limit-conformance-kit.js';
+import { combinedScenarios, quotaScenarios } from './rate-limit-conformance-quota.js';
 
 export type { ConformanceRunner } from './conformance-runner.js';
-
-/** What one scenario runs against: a fresh store and a way to let time pass on its clock. */
-export interface RateLimitStoreFixture {
-  /** A store with no state for the rule names the suite uses (e.g. a fresh key prefix). */
-  readonly store: RateLimitStore;
-  /**
-   * Lets at least `ms` pass on the store's clock: `clock.advance(ms)` for a store on a `FakeClock`,
-   * a real sleep for a store on a server's clock.
-   */
-  elapse(ms: number): Promise<void>;
-  /**
-   * How much store time may pass beyond what the suite asked for while a scenario runs (round
-   * trips, sleep overshoot): 0 on a fake clock. Durations are checked in `[expected − slackMs,
-   * expected]`, so a larger slack only loosens the lower bound.
-   */
-  readonly slackMs: number;
-  /** Called after the scenario, pass or fail. */
-  close?(): void | Promise<void>;
-}
-
-const algorithms: readonly RateLimitAlgorithm[] = ['gcra', 'token-bucket', 'sliding-window'];
-let names = 0;
-
-/** A rule with a fresh name (so scenarios never share state even in a shared store). */
-function rule(algorithm: RateLimitAlgorithm, limit: number, periodMs: number, burst?: number): RateLimitRule {
-  names += 1;
-  return ruleOf({
-    name: `conformance-${algorithm}-${names}`,
-    algorithm,
-    limit,
-    periodMs,
-    ...(burst === undefined || algorithm === 'sliding-window' ? {} : { burst }),
-  });
-}
-
-const { fail, equal, within } = conformanceChecks('rate-limit store conformance');
-
-function integerResult(result: RateLimitResult, what: string): void {
-  for (const field of ['remaining', 'retryAfterMs', 'resetMs', 'limit'] as const) {
-    const value = result[field];
-    if (!Number.isInteger(value) || value < 0)
-      fail(`${what}: "${field}" must be a whole number ≥ 0, got ${value}`);
-  }
-  if (typeof result.allowed !== 'boolean') fail(`${what}: "allowed" must be a boolean`);
-  if (result.allowed && result.retryAfterMs !== 0) fail(`${what}: an allowed take has retryAfterMs 0`);
-}
-
-async function take(
-  store: RateLimitStore,
-  key: string,
-  cost: number,
-  r: RateLimitRule,
-): Promise<RateLimitResult> {
-  const result = await store.take(key, cost, r);
-  integerResult(result, `take(${JSON.stringify(key)}, ${cost})`);
-  return result;
-}
-
-/** The allowed/remaining sequence of `costs` taken back to back (no refill to speak of). */
-async function sequence(store: RateLimitStore, key: string, costs: readonly number[], r: RateLimitRule) {
-  const out: string[] = [];
-  for (const cost of costs) {
-    const result = await take(store, key, cost, r);
-    out.push(`${cost}:${result.allowed ? 'ok' : 'no'}:${result.remaining}`);
-  }
-  return out.join(' ');
-}
-
-/** Time until a refused unit comes back, for a burst taken at once on a rule of `limit` per `periodMs`. */
-function firstUnitBack(r: RateLimitRule): { low: number; high: number } {
-  if (r.algorithm === 'sliding-window') {
-    // Everything sits in the newest sub-window: it comes back when that sub-window slides out.
-    const width = r.periodMs / r.buckets;
-    return { low: r.periodMs, high: r.periodMs + width };
-  }
-  const unit = r.periodMs / r.limit;
-  return { low: unit, high: unit };
-}
-
-/**
- * Takes the one unit of key `k` on a rule whose burst is 1, checks that the next take is refused
- * with the `retryAfterMs` of {@link firstUnitBack} (`what` names it in a failure), and returns that
- * refusal.
- */
-async function takeTheOneUnit(f: RateLimitStoreFixture, r: RateLimitRule, what: string) {
-  equal((await take(f.store, 'k', 1, r)).allowed, true, 'the one unit');
-  const refused = await take(f.store, 'k', 1, r);
-  equal(refused.allowed, false, 'a second take refused');
-  const back = firstUnitBack(r);
-  within(refused.retryAfterMs, back.low - f.slackMs, back.high, what);
-  return refused;
-}
+export type { RateLimitStoreFixture } from './rate-limit-conformance-kit.js';
 
 /**
  * Registers the conformance scenarios for `name` under `runner.describe`. `fixture` is called once
@@ -130,7 +47,12 @@ async function takeTheOneUnit(f: RateLimitStoreFixture, r: RateLimitRule, what: 
  * back and the next is refused with a `retryAfterMs` that is enough and not more than needed; costs
  * above 1; a refusal changes nothing; `peek` changes nothing; `reset` restores capacity; keys and
  * limiter names are independent; quota comes back after `retryAfterMs`; 50 concurrent takes of a
- * burst of 10 admit exactly 10; every number is a whole number.
+ * burst of 10 admit exactly 10; every number is a whole number. Quota control: `adjust` moves the
+ * quota clamped to [0, burst]; `block` refuses every take for its length, never shortens a longer
+ * block, keeps the quota underneath and is lifted by `reset`; hostile keys stay apart. Combined
+ * limits: `takeAll` takes from every rule or none, also under 30 concurrent decisions. `adjust`,
+ * `block` and `takeAll` are optional in the `RateLimitStore` type, but a store without them fails
+ * those scenarios.
  */
 export function rateLimitStoreConformance(
   name: string,
@@ -309,8 +231,12 @@ export function rateLimitStoreConformance(
             .sort((a, b) => a - b);
           equal(remaining.join(','), '0,1,2,3,4,5,6,7,8,9', 'each admitted take saw a distinct remaining');
         });
+
+        quotaScenarios(scenario, algorithm);
       });
     }
+
+    runner.describe('combined limits (takeAll)', () => combinedScenarios(scenario));
 
     runner.describe('burst above limit (token bucket, GCRA)', () => {
       for (const algorithm of ['gcra', 'token-bucket'] as const) {

@@ -9,19 +9,28 @@ import { describe, expect, it } from 'vitest';
 const algorithms = ['gcra', 'token-bucket', 'sliding-window'] as const;
 
 describe('rate-limit scripts', () => {
-  it('bulwark/redis loads, with a single-key and a batch script for every algorithm', async () => {
-    const { rateLimitScripts } = await import('./rate-limit-scripts.js');
+  it('bulwark/redis loads, with single-key, batch, adjust and block scripts for every algorithm, and one all script', async () => {
+    const { rateLimitAllScript, rateLimitScripts } = await import('./rate-limit-scripts.js');
     const { redisStores } = await import('./index.js');
     expect(typeof redisStores).toBe('function');
     expect(Object.keys(rateLimitScripts).sort()).toEqual([...algorithms].sort());
     for (const algorithm of algorithms) {
-      const { single, batch } = rateLimitScripts[algorithm];
-      // The single-key script decides KEYS[1]; the batch one every key, each in a protected call.
-      expect(single).toContain('local key = KEYS[1]');
-      expect(single).toContain("call('TIME')");
-      expect(batch).toContain('pcall(decide, KEYS[i], ARGV[i] + 0)');
-      expect(batch).toContain("call('TIME')");
-      expect(batch).not.toBe(single);
+      const { single, batch, adjust, block } = rateLimitScripts[algorithm];
+      // The single-key script takes KEYS[1]; the batch one every key, each in a protected call.
+      expect(single).toContain('return take(KEYS[1], ARGV[1] + 0)');
+      expect(batch).toContain('pcall(take, KEYS[i], ARGV[i] + 0)');
+      expect(adjust).toContain('local delta = ARGV[1] + 0');
+      expect(block).toContain('local ms = ARGV[1] + 0');
+      for (const script of [single, batch, adjust, block]) {
+        expect(script.match(/call\('TIME'\)/g)).toHaveLength(1); // one server time per call
+        expect(script).toContain('string.byte(stored) == 33'); // every script reads a block
+      }
+      expect(new Set([single, batch, adjust, block]).size).toBe(4);
     }
+    // The all script holds every algorithm, and writes only once every rule has allowed.
+    for (const algorithm of algorithms) expect(rateLimitAllScript).toContain(`['${algorithm}'] = function`);
+    expect(rateLimitAllScript).toMatch(
+      /if allowed then\n {2}for i = 1, n do replies\[i\] = decides\[i\]\(KEYS\[i\], states\[i\], cost, true\) end/,
+    );
   });
 });

@@ -4,42 +4,13 @@
  * The decisions themselves run on real Redis in test/rate-limit/.
  */
 import { describe, expect, it } from 'vitest';
+import { scriptedClient } from '../../../test/rate-limit/support/scripted-client.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { isStoreUnavailableError } from '../../core/errors.js';
 import { ruleOf } from '../../rate-limit/rule.js';
 import { FakeClock } from '../../testing/fake-clock.js';
 import { redisStores } from './index.js';
 import { MAX_BATCH } from './rate-limit.js';
-
-interface Call {
-  readonly method: string;
-  readonly numKeys: number;
-  readonly args: readonly (string | number)[];
-}
-
-/** A client whose script calls answer with `reply(call)` (an Error rejects). */
-function scriptedClient(reply: (call: Call) => unknown, extra: { isCluster?: boolean } = {}) {
-  const calls: Call[] = [];
-  const deleted: string[] = [];
-  const answer = (method: string, numKeys: number, args: (string | number)[]) => {
-    const call = { method, numKeys, args };
-    calls.push(call);
-    const value = reply(call);
-    return value instanceof Error ? Promise.reject(value) : Promise.resolve(value);
-  };
-  const client = {
-    status: 'ready',
-    ...extra,
-    eval: (_source: string, numKeys: number, ...args: (string | number)[]) => answer('eval', numKeys, args),
-    evalsha: (_sha: string, numKeys: number, ...args: (string | number)[]) =>
-      answer('evalsha', numKeys, args),
-    del: (...keys: string[]) => {
-      deleted.push(...keys);
-      return Promise.resolve(keys.length);
-    },
-  };
-  return { client: client as never, calls, deleted };
-}
 
 /** A clock whose timers fire synchronously when the test says so. */
 class ManualClock implements Clock {

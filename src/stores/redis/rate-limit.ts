@@ -4,10 +4,12 @@ import type {
   RateLimitRule,
   RateLimitStore,
 } from '../../rate-limit/store.js';
-import type { DeadlineTicket, StoreDeadline } from './deadline.js';
+import type { StoreDeadline } from './deadline.js';
 import { redisKey } from './keys.js';
-import { rateLimitScripts } from './rate-limit-scripts.js';
+import { type Compiled, type Group, Pending, resultOf } from './rate-limit-pending.js';
+import { type AlgorithmScripts, rateLimitAllScript, rateLimitScripts } from './rate-limit-scripts.js';
 import { RedisScript, type ScriptClient } from './script.js';
+import { ScriptRunner } from './script-runner.js';
 
 /**
  * Most decisions in one batch script call. A script blocks Redis for its whole run (every other
@@ -19,66 +21,25 @@ import { RedisScript, type ScriptClient } from './script.js';
  */
 export const MAX_BATCH = 32;
 
-const scripts: Readonly<Record<RateLimitAlgorithm, { single: RedisScript; batch: RedisScript }>> = {
+type Scripts = { readonly [K in keyof AlgorithmScripts]: RedisScript };
+
+const scripts: Readonly<Record<RateLimitAlgorithm, Scripts>> = {
   gcra: scriptsOf('gcra'),
   'token-bucket': scriptsOf('token-bucket'),
   'sliding-window': scriptsOf('sliding-window'),
 };
 
-function scriptsOf(algorithm: RateLimitAlgorithm): { single: RedisScript; batch: RedisScript } {
-  const { single, batch } = rateLimitScripts[algorithm];
-  return { single: new RedisScript(single), batch: new RedisScript(batch) };
+function scriptsOf(algorithm: RateLimitAlgorithm): Scripts {
+  const { single, batch, adjust, block } = rateLimitScripts[algorithm];
+  return {
+    single: new RedisScript(single),
+    batch: new RedisScript(batch),
+    adjust: new RedisScript(adjust),
+    block: new RedisScript(block),
+  };
 }
 
-/**
- * Decisions that can share a batch script call: same algorithm and same script arguments (keys of
- * any limiter name). Rules with equal parameters share one group.
- */
-interface Group {
-  readonly single: RedisScript;
-  readonly batch: RedisScript;
-  /** The scripts' arguments after the key(s) and cost(s). */
-  readonly args: readonly string[];
-  /** The rule's `burst`: the `limit` of every result. */
-  readonly burst: number;
-  /** Decisions waiting for this tick's flush, in the order they were made. */
-  pending: Pending[];
-}
-
-/** A rule prepared for Redis: its key prefix and its group. */
-interface Compiled {
-  /** `<prefix>rl:<name>:{` — the user's key and `}` follow, making the key its own hash tag. */
-  readonly keyHead: string;
-  readonly group: Group;
-}
-
-/** One decision in flight: its key, cost, deadline ticket and promise. */
-class Pending {
-  constructor(
-    readonly key: string,
-    readonly cost: number,
-    readonly ticket: DeadlineTicket,
-    private readonly resolve: (result: RateLimitResult) => void,
-    private readonly reject: (error: unknown) => void,
-  ) {}
-
-  /** Settles with the script's reply for this key (a result, or a Redis error message). */
-  reply(reply: unknown, group: Group, deadline: StoreDeadline): void {
-    if (!this.ticket.release()) return; // late: the caller already has its StoreUnavailableError
-    const result = toResult(reply, group.burst);
-    if (result !== undefined) this.resolve(result);
-    else if (typeof reply === 'string') this.reject(deadline.failure(new Error(reply)));
-    else
-      this.reject(
-        deadline.failure(new TypeError(`unexpected rate-limit script reply: ${JSON.stringify(reply)}`)),
-      );
-  }
-
-  /** Fails with the call's error (unless the deadline already failed it). */
-  fail(error: unknown, deadline: StoreDeadline): void {
-    if (this.ticket.release()) this.reject(deadline.failure(error));
-  }
-}
+const allScript = new RedisScript(rateLimitAllScript);
 
 /** A client the rate-limit store can use: runs scripts, deletes keys, reports its status. */
 export interface RateLimitRedisClient extends ScriptClient {
@@ -100,6 +61,10 @@ export interface RateLimitRedisClient extends ScriptClient {
  * queued, and a microtask sends them as one script call per rule of up to {@link MAX_BATCH} keys,
  * decided in order on the server; a decision alone in its tick is one single-key call. Each
  * decision keeps its own deadline.
+ *
+ * Quota control (`adjust`, `block`) and combined limits (`takeAll`) are one script call each, sent
+ * after the decisions already queued in the tick. A block lives in the key's own value, so a take
+ * reads it with the state in one `GET`, and `reset` (`DEL`) lifts it.
  */
 export class RedisRateLimitStore implements RateLimitStore {
   private readonly compiled = new WeakMap<RateLimitRule, Compiled>();
@@ -113,6 +78,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   private dirty: Group[] = [];
   private scheduled = false;
   private readonly batching: boolean;
+  private readonly runner: ScriptRunner;
 
   /** Use `redisStores(client, options).rateLimit`. */
   constructor(
@@ -121,6 +87,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     private readonly deadline: StoreDeadline,
   ) {
     this.batching = client.isCluster !== true;
+    this.runner = new ScriptRunner(client, deadline);
   }
 
   take(key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> {
@@ -143,22 +110,78 @@ export class RedisRateLimitStore implements RateLimitStore {
     return this.deadline.run(this.client, () => this.client.del(stateKey)).then(() => undefined);
   }
 
+  /** Moves `key`'s quota by `units` in one script call (see `RateLimitStore.adjust`). */
+  adjust(key: string, units: number, rule: RateLimitRule): Promise<RateLimitResult> {
+    return this.alter(key, 'adjust', units, rule);
+  }
+
+  /** Blocks `key` for `ms` in one script call (see `RateLimitStore.block`). */
+  block(key: string, ms: number, rule: RateLimitRule): Promise<RateLimitResult> {
+    return this.alter(key, 'block', ms, rule);
+  }
+
+  /**
+   * Takes `cost` from `key` under every rule or none, in one script call over one state key per
+   * rule (see `RateLimitStore.takeAll`). The keys differ only by limiter name, so they share the
+   * user key's hash tag and one Redis Cluster slot. Never batched with other decisions.
+   */
+  takeAll(key: string, cost: number, rules: readonly RateLimitRule[]): Promise<RateLimitResult[]> {
+    const compiled = rules.map((rule) => this.compile(rule));
+    this.flush();
+    return this.runner.run(
+      allScript,
+      compiled.length,
+      () => {
+        const keys: (string | number)[] = compiled.map((c) => stateKey(c.keyHead, key));
+        keys.push(cost);
+        for (const { group } of compiled) keys.push(group.algorithm, ...group.args);
+        return keys;
+      },
+      (reply) => {
+        if (!Array.isArray(reply) || reply.length !== compiled.length) {
+          throw this.deadline.failure(
+            new TypeError(`unexpected rate-limit script reply: ${JSON.stringify(reply)}`),
+          );
+        }
+        return compiled.map((c, i) => resultOf(reply[i], c.group.burst, this.deadline));
+      },
+    );
+  }
+
   /**
    * The Redis key holding `key`'s state under `rule` (for tests and operations). Throws a
    * `TypeError` for a key that is not a non-empty, well-formed string.
    */
   keyOf(key: string, rule: RateLimitRule): string {
-    return redisKey(this.compile(rule).keyHead, key);
+    return stateKey(this.compile(rule).keyHead, key);
+  }
+
+  /** Runs the `adjust` or `block` script of `rule` on `key` with `amount`, after the tick's takes. */
+  private alter(
+    key: string,
+    script: 'adjust' | 'block',
+    amount: number,
+    rule: RateLimitRule,
+  ): Promise<RateLimitResult> {
+    const { keyHead, group } = this.compile(rule);
+    // Decisions made before go out first, as they would without batching.
+    this.flush();
+    return this.runner.run(
+      group[script],
+      1,
+      () => [stateKey(keyHead, key), amount, ...group.args],
+      (reply) => resultOf(reply, group.burst, this.deadline),
+    );
   }
 
   private decide(key: string, cost: number, rule: RateLimitRule): Promise<RateLimitResult> {
     const c = this.compile(rule);
     return new Promise<RateLimitResult>((resolve, reject) => {
       // A bad key rejects this promise with its TypeError (thrown in the executor), before any call.
-      const stateKey = redisKey(c.keyHead, key);
+      const target = stateKey(c.keyHead, key);
       const ticket = this.deadline.begin(this.client, reject);
       if (ticket === undefined) return;
-      const pending = new Pending(stateKey, cost, ticket, resolve, reject);
+      const pending = new Pending(target, cost, ticket, resolve, reject);
       const group = c.group;
       if (!this.batching) {
         this.sendOne(group, pending);
@@ -247,7 +270,7 @@ export class RedisRateLimitStore implements RateLimitStore {
       const id = `${algorithm} ${burst} ${args.join(' ')}`;
       let group = this.groups.get(id);
       if (group === undefined) {
-        group = { ...scripts[algorithm], args, burst, pending: [] };
+        group = { algorithm, ...scripts[algorithm], args, burst, pending: [] };
         this.groups.set(id, group);
       }
       c = { keyHead: `${this.prefix}rl:${rule.name}:{`, group };
@@ -257,12 +280,16 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 }
 
-/** A script reply {remaining, retryAfterMs, resetMs} as a result (retryAfterMs 0 = allowed). */
-function toResult(reply: unknown, limit: number): RateLimitResult | undefined {
-  if (!Array.isArray(reply) || reply.length !== 3) return undefined;
-  const [remaining, retryAfterMs, resetMs] = reply as unknown[];
-  if (typeof remaining !== 'number' || typeof retryAfterMs !== 'number' || typeof resetMs !== 'number') {
-    return undefined;
-  }
-  return { allowed: retryAfterMs === 0, remaining, retryAfterMs, resetMs, limit };
+/**
+ * The Redis key of `key` under `keyHead` (`<prefix>rl:<name>:{`): `<keyHead><key>}`, the user's
+ * key its own hash tag. A key starting with `}` would make that tag empty, and Redis Cluster would
+ * then hash each whole key, so the keys of one `takeAll` (same user key, several limiter names)
+ * could land in different slots: such a key, and one starting with NUL (to keep the mapping
+ * one-to-one), gets a NUL in front. Throws a `TypeError` for a key that is not a non-empty,
+ * well-formed string.
+ */
+function stateKey(keyHead: string, key: string): string {
+  const plain = redisKey(keyHead, key);
+  const first = key.charCodeAt(0);
+  return first === 0x7d || first === 0 ? `${keyHead}\u0000${key}}` : plain;
 }
