@@ -39,7 +39,7 @@ export function readEvents(events: readonly OutboxEvent[]): ReadEvent[] {
     if (payload === undefined)
       throw new TypeError(`expected the payload of events[${i}] to be a JSON value, got undefined`);
     const headers = event.headers ?? {};
-    if (headers === null || typeof headers !== 'object')
+    if (typeof headers !== 'object')
       throw new TypeError(`expected the headers of events[${i}] to be an object, got ${show(headers)}`);
     for (const [name, value] of Object.entries(headers)) {
       textValue('header name', name);

@@ -30,6 +30,7 @@ interface Row {
 /** The in-memory outbox, from {@link memoryOutbox}. */
 export class MemoryOutbox implements OutboxStore {
   readonly timeoutMs = 0;
+  // Stryker disable next-line ArrayDeclaration: (["Stryker was here"]) a row that is a string has no status or owner: every method skips it
   private rows: Row[] = [];
   private readonly wakers = new KeyedWakers();
 
@@ -75,7 +76,9 @@ export class MemoryOutbox implements OutboxStore {
       if (row.status !== 'pending') continue;
       const key = row.message.key;
       // Only the oldest pending event of a key may go, whatever else happens to it.
+      // Stryker disable next-line ConditionalExpression: (key === undefined → false) no keyless event enters heads (next line), so !heads.has(key) holds for it too; the whole test's → true / → false, which this hides too, are killed by memory-store.test.ts
       const isHead = key === undefined || !heads.has(key);
+      // Stryker disable next-line ConditionalExpression: (true) a keyless event is a head whatever heads holds (the line above); → false, hidden too, is killed by memory-store.test.ts
       if (key !== undefined) heads.add(key);
       if (!isHead || row.availableAt > now || (row.owner !== undefined && row.leaseUntil > now)) continue;
       row.owner = owner;
@@ -91,7 +94,7 @@ export class MemoryOutbox implements OutboxStore {
       row.status = 'delivered';
       n++;
     }
-    if (n > 0) this.rows = this.rows.filter((r) => r.status !== 'delivered');
+    this.rows = this.rows.filter((r) => r.status !== 'delivered');
     return Promise.resolve(n);
   }
 
@@ -116,6 +119,7 @@ export class MemoryOutbox implements OutboxStore {
   }
 
   watch(wake: () => void): () => void {
+    // Stryker disable next-line StringLiteral: ("Stryker was here!") the outbox wakes with wakeAll, whatever the key
     return this.wakers.add('', wake);
   }
 
@@ -144,6 +148,7 @@ export class MemoryOutbox implements OutboxStore {
   /** The pending rows `owner` holds among `ids` (its lease may have ended, if nobody claimed them since). */
   private held(owner: string, ids: readonly string[]): Row[] {
     const wanted = new Set(ids);
+    // Stryker disable next-line ConditionalExpression: (r.status === 'pending' → true) a row that is not pending has no owner (failed clears it; delivered rows are dropped in the same call); the owner and id tests' → true, hidden too, are killed by memory-store.test.ts
     return this.rows.filter((r) => r.status === 'pending' && r.owner === owner && wanted.has(r.message.id));
   }
 }

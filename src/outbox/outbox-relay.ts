@@ -57,12 +57,14 @@ class OutboxRelayImpl implements OutboxRelay {
   private readonly deadLetters = new Listeners<DeadLetteredEvent>();
   private readonly storeErrors = new Listeners<OutboxStoreErrorEvent>();
   private loop: Promise<void> | undefined;
+  // Stryker disable next-line BooleanLiteral: (true) start() sets it false before the loop reads it
   private stopping = false;
   /** Ends the current idle wait (a wake-up, or stop). */
   private wake: (() => void) | undefined;
   /** Set when a wake-up came while the relay was busy: the next idle wait ends at once. */
   private woken = false;
   /** When (clock time) each event this relay failed may be tried again, for those still to come. */
+  // Stryker disable next-line ArrayDeclaration: (["Stryker was here"]) a string is never > now: nextWait drops it
   private retries: number[] = [];
 
   constructor(private readonly o: ReadOutboxRelayOptions) {
@@ -85,6 +87,7 @@ class OutboxRelayImpl implements OutboxRelay {
 
   async stop(): Promise<void> {
     const loop = this.loop;
+    // Stryker disable next-line ConditionalExpression: (false) stopping a relay that is not running sets only `stopping`, which start() resets before the loop reads it; (true) is killed
     if (loop === undefined) return;
     this.stopping = true;
     this.wake?.();
@@ -159,6 +162,7 @@ class OutboxRelayImpl implements OutboxRelay {
     }
     const { clock } = this.o;
     return new Promise((resolve) => {
+      // Stryker disable next-line OptionalChaining: (this.wake()) the timer fires only while this wait is pending: its wake is set with the timer, and clears it
       const timer = clock.setTimer(() => this.wake?.(), ms);
       this.wake = () => {
         this.wake = undefined;
@@ -191,6 +195,7 @@ class OutboxRelayImpl implements OutboxRelay {
     }
     // Counted from now, after the outbox recorded them: by then their retry time there has come.
     const now = this.o.clock.now();
+    // Stryker disable next-line ConditionalExpression: (true) a dead letter's retryInMs is 0: its time is now, which nextWait drops as already due; (false), hidden too, is killed by outbox-relay.test.ts (each failed event's own retry time)
     for (const f of failed) if (!f.dead) this.retries.push(now + f.retryInMs);
   }
 
@@ -203,7 +208,10 @@ class OutboxRelayImpl implements OutboxRelay {
       // Stryker disable next-line ConditionalExpression: (true) as above
       if (this.deadLetters.active)
         this.deadLetters.emit({ policy: this.name, id: message.id, error, attempts });
-    } else if (this.publishFailures.active) {
+    } else if (
+      // Stryker disable next-line ConditionalExpression: (true) as above
+      this.publishFailures.active
+    ) {
       this.publishFailures.emit({ policy: this.name, id: message.id, error, attempts, retryInMs });
     }
     return { id: message.id, error: describe(error), retryInMs, dead };

@@ -72,6 +72,7 @@ export class Compensator {
     for (const { step, position, output } of undo) {
       const run = step.compensate as ((context: unknown) => unknown) | undefined;
       if (run === undefined) continue;
+      // Stryker disable next-line OptionalChaining,ObjectLiteral,BooleanLiteral: (journal.lost) only recover() stops on loss, and it always passes a journal; ({}, interrupted: false) recover() checks journal.lost too, true whenever this returns
       if (stopOnLoss && journal?.lost) return { compensated, errors, interrupted: true };
       const idempotencyKey = `${sagaId}:${step.name}`;
       await journal?.note({ step: step.name, position, state: 'compensating' });

@@ -269,6 +269,25 @@ describe('saga with a log: a lost lease and a failing log', () => {
     expect(effects).toEqual(['undo a ch-o1 o1:a']); // at-least-once: undone here and by the runner, one key
   });
 
+  it('a write the log refuses (another process took the run): that step never runs, nothing more is written, SagaLeaseLostError', async () => {
+    const clock = new FakeClock();
+    const watched = watchedLog(clock);
+    const log: SagaLog = {
+      ...watched.log,
+      write: (lease, change) =>
+        'step' in change && change.step === 'b' ? Promise.resolve(false) : watched.log.write(lease, change),
+    };
+    let ranB = false;
+    const { order, effects } = twoSteps(log, clock, () => {
+      ranB = true;
+    });
+    const error = await failureOf(order.run({ order: 'o1' }, { id: 'o1' }));
+    expect(isSagaLeaseLostError(error.cause)).toBe(true);
+    expect([error.step, error.compensated, ranB]).toEqual(['b', ['a'], false]);
+    expect(effects).toEqual(['a o1', 'undo a ch-o1 o1:a']);
+    expect(watched.writes).toEqual(['o1 a running', 'o1 a done']);
+  });
+
   it('a log write that fails before a step: that step never runs, the ones before are undone', async () => {
     const clock = new FakeClock();
     const watched = watchedLog(clock);

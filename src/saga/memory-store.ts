@@ -165,7 +165,7 @@ export class MemorySagaLog implements SagaLog {
       this.runs.delete(this.finished[n]!.key);
       n++;
     }
-    if (n > 0) this.finished.splice(0, n);
+    this.finished.splice(0, n);
   }
 }
 

@@ -100,6 +100,8 @@ describe('recover()', () => {
       needsAttention: [],
     });
     expect(undone).toEqual([]);
+    await clock.advance(leaseMs);
+    expect((await order.recover()).recovered).toEqual([]); // recorded completed: nothing left
   });
 
   it('a step recorded running is in doubt: the others are undone, the run needs attention and is not taken again', async () => {
@@ -233,7 +235,9 @@ describe('recover()', () => {
     const { order, undone } = orderSaga(log, clock);
     expect((await order.recover({ signal: AbortSignal.abort() })).recovered).toEqual([]);
     await expect(order.recover({ signal: 'no' } as never)).rejects.toThrow(/"signal" to be an AbortSignal/);
-    await expect(order.recover({ wait: true } as never)).rejects.toThrow(TypeError);
+    await expect(order.recover({ wait: true } as never)).rejects.toThrow(
+      /^unknown option "wait" in recover options/,
+    );
     expect(undone).toEqual([]);
   });
 
@@ -346,5 +350,62 @@ describe('recover()', () => {
     await clock.advance(leaseMs);
     const result = await recovering;
     expect([result.recovered, result.compensated, undone]).toEqual([['o1'], [], ['tip']]);
+  });
+
+  it('a run already compensating is not recorded compensating again', async () => {
+    const clock = new FakeClock();
+    const inner = await crashed(clock, { o1: [['pay', 'done', 1]] }, { status: 'compensating' });
+    const writes: string[] = [];
+    const log: SagaLog = {
+      timeoutMs: 0,
+      start: (l, i) => inner.start(l, i),
+      write: async (l, c) => {
+        writes.push('status' in c ? c.status : `${c.step} ${c.state}`);
+        return inner.write(l, c);
+      },
+      renew: (l) => inner.renew(l),
+      claim: (n, o, ms) => inner.claim(n, o, ms),
+    };
+    expect((await orderSaga(log, clock).order.recover()).compensated).toEqual(['o1']);
+    expect(writes).toEqual(['pay compensating', 'pay compensated', 'compensated']);
+  });
+
+  it('a recovery that loses its lease during its last compensation leaves the run to the new owner', async () => {
+    const clock = new FakeClock();
+    const inner = await crashed(clock, {
+      o1: [
+        ['pay', 'done', 1],
+        ['tip', 'done', 2],
+      ],
+    });
+    const log: SagaLog = {
+      timeoutMs: 0,
+      start: (l, i) => inner.start(l, i),
+      write: (l, c) => inner.write(l, c),
+      renew: () => Promise.resolve(false),
+      claim: (n, o, ms) => inner.claim(n, o, ms),
+    };
+    const undone: string[] = [];
+    // Only tip can be undone (pay has no compensation): the pass ends with it.
+    const slow = saga<{ order: string }>({ name: 'order', log, clock, leaseMs, compensation: once })
+      .step({ name: 'pay', run: () => 1 })
+      .step({
+        name: 'tip',
+        run: () => 2,
+        compensate: async () => {
+          await clock.sleep(leaseMs);
+          undone.push('tip');
+        },
+      })
+      .step({ name: 'ship', run: () => 3 });
+    const recovering = slow.recover();
+    await clock.advance(leaseMs);
+    const result = await recovering;
+    expect([result.recovered, result.compensated, result.needsAttention, undone]).toEqual([
+      ['o1'],
+      [],
+      [],
+      ['tip'],
+    ]);
   });
 });
