@@ -85,3 +85,11 @@ describe('readEvents', () => {
     expect(() => readEvents(events as unknown as OutboxEvent[])).toThrow(message);
   });
 });
+
+describe('readEvents: backslashes', () => {
+  it('takes a literal backslash before "u0000" (jsonb holds it), refuses an escaped U+0000 after backslashes', () => {
+    const [event] = readEvents([{ topic: 't', payload: { path: 'C:\\u0000dir', two: '\\\\u0000' } }]);
+    expect(JSON.parse(event!.payload)).toEqual({ path: 'C:\\u0000dir', two: '\\\\u0000' });
+    expect(() => readEvents([{ topic: 't', payload: '\\\u0000' }])).toThrow(/contain no U\+0000/);
+  });
+});

@@ -18,7 +18,9 @@ export interface ReadEvent {
 
 /** JSON text a `jsonb` column takes: no `\u0000` escape (PostgreSQL's jsonb cannot hold U+0000). */
 function jsonb(what: string, text: string): string {
-  if (text.includes('\\u0000'))
+  // An escape of U+0000 is a `\u0000` after an even number of backslashes (an odd one escapes the
+  // backslash itself: the text `\\u0000` is a backslash then "u0000", which jsonb takes).
+  if (/(?:^|[^\\])(?:\\\\)*\\u0000/.test(text))
     throw new TypeError(`expected ${what} to contain no U+0000 (jsonb cannot hold it)`);
   return text;
 }
