@@ -33,7 +33,8 @@ export function rateLimitHeaders(rule: RateLimitRule, result: RateLimitResult): 
  *
  * @example
  * const result = await limiter.take('downloads', bytes);
- * for (const [name, value] of Object.entries(legacyRateLimitHeaders(result, Date.now()))) res.setHeader(name, value);
+ * const headers = legacyRateLimitHeaders(result, clock.now()); // clock: the one you gave the limiter (systemClock by default)
+ * for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
  */
 export function legacyRateLimitHeaders(result: RateLimitResult, nowMs: number): Record<string, string> {
   const headers: Record<string, string> = { 'x-ratelimit-limit': String(result.limit) };

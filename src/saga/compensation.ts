@@ -43,8 +43,6 @@ export interface Compensated {
   readonly compensated: string[];
   /** The compensations that failed for good. */
   readonly errors: CompensationFailure[];
-  /** True when the pass stopped early because the run's lease was lost (another process has it). */
-  readonly interrupted: boolean;
 }
 
 /** Runs a saga's compensations. */
@@ -58,7 +56,7 @@ export class Compensator {
   /**
    * Undoes `undo` in the order given (the caller reverses), for run `sagaId` of `input`. With a
    * `journal` each step is recorded as it goes, and `stopOnLoss` stops before the next step once
-   * the lease is lost (recovery: the new owner undoes the rest).
+   * the lease is lost (recovery: the new owner undoes the rest; the caller reads `journal.lost`).
    */
   async compensate(
     undo: readonly Undo[],
@@ -72,8 +70,8 @@ export class Compensator {
     for (const { step, position, output } of undo) {
       const run = step.compensate as ((context: unknown) => unknown) | undefined;
       if (run === undefined) continue;
-      // Stryker disable next-line OptionalChaining,ObjectLiteral,BooleanLiteral: (journal.lost) only recover() stops on loss, and it always passes a journal; ({}, interrupted: false) recover() checks journal.lost too, true whenever this returns
-      if (stopOnLoss && journal?.lost) return { compensated, errors, interrupted: true };
+      // Stryker disable next-line OptionalChaining: (journal.lost) only recover() stops on loss, and it always passes a journal
+      if (stopOnLoss && journal?.lost) break;
       const idempotencyKey = `${sagaId}:${step.name}`;
       await journal?.note({ step: step.name, position, state: 'compensating' });
       try {
@@ -90,6 +88,6 @@ export class Compensator {
           this.events.compensationFailures.emit({ policy: this.name, sagaId, step: step.name, error });
       }
     }
-    return { compensated, errors, interrupted: false };
+    return { compensated, errors };
   }
 }

@@ -117,15 +117,9 @@ async function settle(
     return 'completed';
   }
   if (run.status === 'running') await journal.note({ status: 'compensating' });
-  const { errors, interrupted } = await recovery.compensator.compensate(
-    undo.reverse(),
-    input,
-    sagaId,
-    journal,
-    true,
-  );
+  const { errors } = await recovery.compensator.compensate(undo.reverse(), input, sagaId, journal, true);
   // Another process took the run over (this one was too slow): it settles it.
-  if (interrupted || journal.lost) return 'unsettled';
+  if (journal.lost) return 'unsettled';
   for (const { step, error } of errors)
     attention.push({ sagaId, step, reason: 'compensation-failed', error });
   attention.push(...doubts);
