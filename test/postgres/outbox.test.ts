@@ -161,6 +161,7 @@ function scenarios(name: string, backend: () => Backend): void {
       await expect(stores.outbox.delivered('r', ['not-a-uuid'])).rejects.toThrow(/UUIDs/);
       await expect(stores.outbox.claim('', 10, 1_000)).rejects.toThrow(/"owner"/);
       await expect(stores.outbox.claim('r', 0, 1_000)).rejects.toThrow(/"limit"/);
+      await expect(stores.outbox.claim('r', 10, 0.5)).rejects.toThrow(/"leaseMs"/);
       expect(await stores.outbox.claim('r', 10, 10_000)).toEqual([]);
       await stores.close();
     });

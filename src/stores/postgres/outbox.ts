@@ -6,6 +6,7 @@
  */
 import type { Clock } from '../../core/clock.js';
 import { show, textValue } from '../../core/validate.js';
+import { leaseMs } from '../../lock/memory-store.js';
 import { readEvents } from '../../outbox/event.js';
 import type {
   FailedDelivery,
@@ -155,12 +156,12 @@ export class PostgresOutbox implements OutboxStore {
     return read.map((e) => e.id);
   }
 
-  async claim(owner: string, limit: number, leaseMs: number): Promise<readonly OutboxMessage[]> {
+  async claim(owner: string, limit: number, ms: number): Promise<readonly OutboxMessage[]> {
     textValue('owner', owner);
     limitValue(limit);
-    limitValue(leaseMs);
+    leaseMs('leaseMs', ms);
     this.reaper.start();
-    const rows = await this.db.query<MessageRow>(this.sql.claim, [owner, limit, leaseMs]);
+    const rows = await this.db.query<MessageRow>(this.sql.claim, [owner, limit, ms]);
     return rows.sort(bySeq).map(toMessage);
   }
 
