@@ -6,19 +6,19 @@
  *   fast path, no promise); `RateLimiterMemory.consume` returns a promise and rejects on refusal.
  *   Promise cases are awaited per call, so the await of a settled promise is measured too: the floor
  *   every promise-returning limiter pays, shown beside the plain ratio as the ratio above it.
- * - Redis (throughput over a fixed time, concurrency 1 and 64, one ioredis client): ours with the
- *   Redis store (GCRA, the 100 ms store deadline on; one EVALSHA per decision at concurrency 1, the
- *   decisions of one tick coalesced into batch calls of up to 32 at concurrency 64),
- *   `RateLimiterRedis`, and a raw `EVALSHA` of `return 1` per operation (the round-trip ceiling of
- *   one call per decision). Allowed path: our blocked-key memory
- *   would answer refusals without Redis, which would not compare round trips.
+ * - Redis (throughput in 5 rounds of 400 ms slices, the cases taking turns, at concurrency 1 and
+ *   64, one ioredis client): ours with the Redis store (GCRA, the 100 ms store deadline on; one
+ *   EVALSHA per decision at concurrency 1, the decisions of one tick coalesced into batch calls of
+ *   up to 32 at concurrency 64), `RateLimiterRedis`, and a raw `EVALSHA` of `return 1` per
+ *   operation (the round-trip ceiling of one call per decision). Allowed path: our blocked-key
+ *   memory would answer refusals without Redis, which would not compare round trips.
  */
 import { rateLimiter } from 'bulwark';
 import { redisStores } from 'bulwark/redis';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
 import { deleteKeys } from './servers.js';
-import { type Case, machine, measureAll, ns, table, throughput } from './support.js';
+import { type Case, interleavedThroughput, machine, measureAll, ns, table } from './support.js';
 
 const KEYS = 10_000;
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
@@ -109,17 +109,18 @@ async function redisRows(client: Redis): Promise<RedisRow[]> {
         }),
     },
   ];
-  const rows: RedisRow[] = [];
-  for (const c of cases) {
-    const perSecond: number[] = [];
-    for (const concurrency of [1, 64]) {
-      await throughput(c.op, concurrency, 300); // warm-up
-      perSecond.push(await throughput(c.op, concurrency, 2_000));
-    }
-    rows.push({ name: c.name, perSecond: perSecond as [number, number] });
+  // Interleaved in slices, so that the machine's drift (a shared VM) hits every case alike.
+  const ops = cases.map((c) => c.op);
+  const byConcurrency: number[][] = [];
+  for (const concurrency of [1, 64]) {
+    await interleavedThroughput(ops, concurrency, 1, 150); // warm-up
+    byConcurrency.push(await interleavedThroughput(ops, concurrency, 5, 400));
   }
   await deleteKeys(client, prefix);
-  return rows;
+  return cases.map((c, i) => ({
+    name: c.name,
+    perSecond: [byConcurrency[0]![i]!, byConcurrency[1]![i]!],
+  }));
 }
 
 const perSecond = (avgNs: number) => `${(1e9 / avgNs / 1e6).toFixed(2)} M/s`;

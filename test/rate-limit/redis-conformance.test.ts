@@ -107,9 +107,28 @@ redis.describe('rate-limit store on real Redis', () => {
     expect(refused.allowed).toBe(false);
     expect(refused.retryAfterMs).toBeGreaterThan(59_000);
     const [seconds] = await redis.admin().time();
-    // GCRA's state is "<TAT whole ms> <rest in token·ms>".
-    const [tatMs] = String(await redis.admin().get(stores.rateLimit.keyOf('k', limiter.rule))).split(' ');
-    expect(Number(tatMs)).toBeGreaterThan(Number(seconds) * 1_000); // written in server time, not the client's 0
+    // GCRA's state is byte 1, then the TAT's whole ms and its rest in token·ms, big-endian doubles.
+    const state = await redis.admin().getBuffer(stores.rateLimit.keyOf('k', limiter.rule));
+    expect(state?.length).toBe(17);
+    expect(state?.[0]).toBe(1);
+    expect(state?.readDoubleBE(1)).toBeGreaterThan(Number(seconds) * 1_000); // server time, not the client's 0
+  });
+
+  it('reads the GCRA state of earlier versions, written as text: "<TAT ms> <rest>" or "<TAT ms>"', async () => {
+    const stores = redisStores(redis.client(), { prefix: redis.prefix });
+    const limiter = rateLimiter({ limit: 1, periodMs: 60_000, store: stores.rateLimit });
+    const [seconds] = await redis.admin().time();
+    const tat = Number(seconds) * 1_000 + 60_000; // one period of debt ahead: the next take waits ~60 s
+    for (const [key, text] of [
+      ['two-part', `${tat} 0`],
+      ['one-number', `${tat}`],
+    ]) {
+      await redis.admin().set(stores.rateLimit.keyOf(key!, limiter.rule), text!, 'PX', 200_000);
+      const refused = await limiter.take(key!);
+      expect(refused.allowed).toBe(false);
+      expect(refused.retryAfterMs).toBeGreaterThan(55_000);
+      expect(refused.retryAfterMs).toBeLessThanOrEqual(61_000);
+    }
   });
 
   it('token bucket: a shortfall allowed within the slack is carried in the stored level, as in memory', async () => {
@@ -122,9 +141,11 @@ redis.describe('rate-limit store on real Redis', () => {
     const key = stores.rateLimit.keyOf('k', rule);
     const [seconds, micros] = await redis.admin().time();
     const now = Number(seconds) * 1_000 + Number(micros) / 1_000;
-    await redis.admin().set(key, `${periodMs - slack / 2} ${now} ${periodMs}`); // half the slack short
+    await redis.admin().set(key, tokenBucketState(periodMs - slack / 2, now, periodMs)); // half the slack short
     expect(await stores.rateLimit.take('k', 1, rule)).toMatchObject({ allowed: true, remaining: 0 });
-    const level = Number(String(await redis.admin().get(key)).split(' ')[0]);
+    const state = await redis.admin().getBuffer(key);
+    expect(state?.[0]).toBe(2);
+    const level = state!.readDoubleBE(1);
     expect(level).toBeLessThan(0); // the shortfall is carried, not forgiven (which would store 0)
     expect(level).toBeGreaterThan(-slack);
     expect(await stores.rateLimit.take('k', 1, rule)).toMatchObject({ allowed: false, remaining: 0 });
@@ -135,7 +156,8 @@ redis.describe('rate-limit store on real Redis', () => {
     const rule = ruleOf({ algorithm: 'token-bucket', limit: 10, periodMs: 1_000 });
     const key = stores.rateLimit.keyOf('k', rule);
     const [seconds] = await redis.admin().time();
-    // Full, but last brought up to date a minute ahead of the server clock (the clock stepped back).
+    // Full, but last brought up to date a minute ahead of the server clock (the clock stepped back),
+    // written in the text format of earlier versions, "level last periodMs", which is still read.
     await redis.admin().set(key, `${10 * 1_000} ${Number(seconds) * 1_000 + 61_000} 1000`);
     const refused = await stores.rateLimit.take('k', 1, rule);
     expect(refused).toMatchObject({ allowed: false, remaining: 0 });
@@ -169,3 +191,13 @@ redis.describe('rate-limit store on real Redis', () => {
     expect(calls.length).toBe(before + 1);
   });
 });
+
+/** A token bucket's state as the script writes it: byte 2, then level, last and periodMs as big-endian doubles. */
+function tokenBucketState(level: number, last: number, periodMs: number): Buffer {
+  const state = Buffer.alloc(25);
+  state[0] = 2;
+  state.writeDoubleBE(level, 1);
+  state.writeDoubleBE(last, 9);
+  state.writeDoubleBE(periodMs, 17);
+  return state;
+}

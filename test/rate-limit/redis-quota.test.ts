@@ -80,18 +80,21 @@ redis.describe('rate-limit quota control and combined limits on real Redis', () 
     expect(await one.take('ip:1')).toMatchObject({ allowed: true, remaining: 9 });
   });
 
-  it('a block lives in the key: "!<until> <state>", expiring no earlier than the block, DEL lifts both', async () => {
+  it('a block lives in the key: "!<until> " then the state, expiring no earlier than the block, DEL lifts both', async () => {
     const stores = redisStores(redis.client(), { prefix: redis.prefix });
     const rule = ruleOf({ name: 'b', algorithm: 'token-bucket', limit: 10, periodMs: 3_600_000 });
     await stores.rateLimit.take('k', 4, rule);
     await stores.rateLimit.block!('k', 900_000, rule);
     const key = stores.rateLimit.keyOf('k', rule);
     const [seconds] = await redis.admin().time();
-    const value = String(await redis.admin().get(key));
-    const [mark, level, , period] = value.split(' ');
-    expect(Number(mark!.slice(1))).toBeGreaterThan(Number(seconds) * 1_000 + 890_000);
-    expect(Number(level)).toBe(6 * 3_600_000); // the quota underneath, as it was
-    expect(Number(period)).toBe(3_600_000);
+    const value = (await redis.admin().getBuffer(key))!;
+    const space = value.indexOf(' ');
+    expect(value.toString('latin1', 0, 1)).toBe('!');
+    expect(Number(value.toString('latin1', 1, space))).toBeGreaterThan(Number(seconds) * 1_000 + 890_000);
+    const state = value.subarray(space + 1); // the token bucket's own state: byte 2, level, last, periodMs
+    expect(state[0]).toBe(2);
+    expect(state.readDoubleBE(1)).toBe(6 * 3_600_000); // the quota underneath, as it was
+    expect(state.readDoubleBE(17)).toBe(3_600_000);
     expect(await redis.admin().pttl(key)).toBeGreaterThan(1_400_000); // the state's reset is longer here
     await stores.rateLimit.reset('k', rule);
     expect(await redis.admin().exists(key)).toBe(0);

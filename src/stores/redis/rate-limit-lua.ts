@@ -26,13 +26,15 @@ const ceil = (name: string, expr: string) =>
   `local ${name} = ${expr}\nif ${name} > 0 then ${name} = math.ceil(${name}) else ${name} = 0 end\n`;
 
 /**
- * GCRA: the state is the theoretical arrival time in two parts, "tatMs tatRest" (whole ms, then the
- * rest in token·ms), as in `gcra.ts`: one double cannot hold an epoch-sized time finely enough for
- * high rates. A single number (the format before) is read as the TAT in ms.
+ * GCRA: the state is the theoretical arrival time in two parts, whole ms and then the rest in
+ * token·ms, as in `gcra.ts` (one double cannot hold an epoch-sized time finely enough for high
+ * rates): byte 1 and the two big-endian doubles (`struct.pack`, exact and about twice as cheap for
+ * the server as formatting them). The text formats of earlier versions, "tatMs tatRest" and a
+ * single number (the TAT in ms), are still read.
  */
 const gcraEncode = `local ahead = nowrest + debt
 local whole = math.floor(ahead / limit)
-local value = string.format('%.17g %.17g', nowms + whole, ahead - whole * limit)
+local value = struct.pack('>Bdd', 1, nowms + whole, ahead - whole * limit)
 `;
 
 const gcra: AlgorithmLua = {
@@ -43,12 +45,17 @@ local nowrest = (now - nowms) * limit
 `,
   load: `local before = 0
 if stored then
-  local w, r = string.match(stored, '^(%S+) (%S+)$')
-  if w then
-    before = (tonumber(w) - nowms) * limit + (tonumber(r) - nowrest)
+  if string.byte(stored) == 1 then
+    local w, r = struct.unpack('>dd', stored, 2)
+    before = (w - nowms) * limit + (r - nowrest)
   else
-    local tat = tonumber(stored)
-    if tat then before = (tat - now) * limit end
+    local w, r = string.match(stored, '^(%S+) (%S+)$')
+    if w then
+      before = (tonumber(w) - nowms) * limit + (tonumber(r) - nowrest)
+    else
+      local tat = tonumber(stored)
+      if tat then before = (tat - now) * limit end
+    end
   end
   if before < 0 then before = 0 end
 end
@@ -74,10 +81,11 @@ ${gcraEncode}`,
 };
 
 /**
- * Token bucket: the state is "level last periodMs" (level in token·ms, below 0 after a take allowed
- * within the slack or once the server clock stepped back).
+ * Token bucket: the state is level, last and periodMs (level in token·ms, below 0 after a take
+ * allowed within the slack or once the server clock stepped back): byte 2 and three big-endian
+ * doubles; the text "level last periodMs" of earlier versions is still read.
  */
-const tokenBucketEncode = `local value = string.format('%.17g %.17g %.17g', level, now, period)
+const tokenBucketEncode = `local value = struct.pack('>Bddd', 2, level, now, period)
 `;
 
 const tokenBucket: AlgorithmLua = {
@@ -87,7 +95,12 @@ local slack = period * 1e-9
   load: `local level = capacity
 local last = now
 if stored then
-  local l, t, p = string.match(stored, '^(%S+) (%S+) (%S+)$')
+  local l, t, p
+  if string.byte(stored) == 2 then
+    l, t, p = struct.unpack('>ddd', stored, 2)
+  else
+    l, t, p = string.match(stored, '^(%S+) (%S+) (%S+)$')
+  end
   if p and tonumber(p) == period then
     level = tonumber(l)
     last = tonumber(t)

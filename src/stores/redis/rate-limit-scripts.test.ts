@@ -16,8 +16,12 @@ describe('rate-limit scripts', () => {
     expect(Object.keys(rateLimitScripts).sort()).toEqual([...algorithms].sort());
     for (const algorithm of algorithms) {
       const { single, batch, adjust, block } = rateLimitScripts[algorithm];
-      // The single-key script takes KEYS[1]; the batch one every key, each in a protected call.
-      expect(single).toContain('return take(KEYS[1], ARGV[1] + 0)');
+      // The single-key script takes KEYS[1], inline unless blocked; the batch one every key, each in
+      // a protected call.
+      expect(single).toContain(
+        "local key = KEYS[1]\nlocal cost = ARGV[1] + 0\nlocal stored = call('GET', key)",
+      );
+      expect(single).toContain('return take(key, cost)\nend\nlocal commit = true');
       expect(batch).toContain('pcall(take, KEYS[i], ARGV[i] + 0)');
       expect(adjust).toContain('local delta = ARGV[1] + 0');
       expect(block).toContain('local ms = ARGV[1] + 0');

@@ -100,8 +100,20 @@ export interface AlgorithmScripts {
 }
 
 function scriptsOf(a: AlgorithmLua): AlgorithmScripts {
-  const single = `${prelude(a, '2')}${take}return take(KEYS[1], ARGV[1] + 0)
-`;
+  // The single-key script is the hot path of a limiter at low concurrency: a key that is not blocked
+  // is decided by the algorithm's parts inlined at the top level, creating no closure (each costs
+  // the server an allocation and later GC work). A blocked key takes the general path, which reads
+  // the key again: one more GET, only while blocked (the limiter's blocked-key memory usually
+  // answers those without Redis).
+  const single = `${head}${params('2')}${a.setup}local key = KEYS[1]
+local cost = ARGV[1] + 0
+local stored = call('GET', key)
+if stored and string.byte(stored) == 33 then
+local decide = ${decideOf(a)}
+${load}${blocked}${take}return take(key, cost)
+end
+local commit = true
+${a.load}${a.decide}`;
   // Each key is decided in a protected call, so that a Redis error on one key (a key of the wrong
   // type) fails that decision only, as it would fail its own single-key call.
   const batch = `local n = #KEYS
