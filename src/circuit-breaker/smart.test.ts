@@ -107,6 +107,33 @@ describe('inferredResilient / smartResilience', () => {
     expect(clock.now()).toBe(0);
   });
 
+  it('backoff is a retry backoff: it sees the failed attempt and the time since the first began', async () => {
+    const clock = new FakeClock();
+    const seen: [number, unknown, number][] = [];
+    const policy = smartResilience({
+      clock,
+      maxAttempts: 3,
+      backoff: (n, { error, elapsedMs }) => {
+        seen.push([n, (error as ResilienceError).code, elapsedMs]);
+        return 100 * n;
+      },
+    });
+    let calls = 0;
+    const r = await settle(
+      clock,
+      policy.execute(async () => {
+        calls++;
+        if (calls < 3) throw unavailable();
+        return 'ok';
+      }),
+    );
+    expect(r).toEqual({ ok: true, value: 'ok' });
+    expect(seen).toEqual([
+      [1, 'E_DOWN', 0],
+      [2, 'E_DOWN', 100],
+    ]);
+  });
+
   it('callTimeoutMs bounds the whole logical call, backoffs included', async () => {
     const clock = new FakeClock();
     const policy = smartResilience({ clock, callTimeoutMs: 1_000, maxAttempts: 10, backoff: () => 100 });

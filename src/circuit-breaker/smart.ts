@@ -15,7 +15,7 @@ import {
   type Schema,
   withDefault,
 } from '../core/read-options.js';
-import { type Backoff, exponentialJitter } from '../retry/backoff.js';
+import { exponentialJitter, type RetryBackoff } from '../retry/backoff.js';
 import { RetryBudget } from '../retry/budget.js';
 import { type RetryPolicy, retry } from '../retry/retry.js';
 import { type TimeoutPolicy, timeout } from '../timeout/timeout.js';
@@ -29,8 +29,12 @@ import { type CircuitBreakerOptions, circuitBreakerSchema } from './options.js';
 export interface SmartResilienceOptions {
   /** Total attempts per logical call, the first included. @default 4 */
   readonly maxAttempts?: number | undefined;
-  /** @default exponentialJitter({ baseMs: 100, maxMs: 2_000 }) */
-  readonly backoff?: Backoff | undefined;
+  /**
+   * Delay before each retry, as `retry({ backoff })` takes it: it may read the failed attempt
+   * (`(retry, { error, result, elapsedMs }) => ms`).
+   * @default exponentialJitter({ baseMs: 100, maxMs: 2_000 })
+   */
+  readonly backoff?: RetryBackoff | undefined;
   /** Failed logical calls in a row that open the breaker. @default 5 */
   readonly failureThreshold?: number | undefined;
   /** Open time before half-opening. @default 10_000 */
@@ -65,7 +69,7 @@ const {
 
 const smartSchema = {
   maxAttempts: withDefault(4, positiveIntOrInfinity),
-  backoff: withDefault(exponentialJitter({ baseMs: 100, maxMs: 2_000 }), func<Backoff>()),
+  backoff: withDefault<RetryBackoff>(exponentialJitter({ baseMs: 100, maxMs: 2_000 }), func<RetryBackoff>()),
   failureThreshold: withDefault(5, positiveInt),
   resetTimeoutMs: withDefault(10_000, positiveNumber),
   callTimeoutMs: withDefault(3_000, positiveNumber),
