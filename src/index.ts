@@ -238,6 +238,7 @@ export type {
   Publish,
 } from './outbox/store.js';
 export type { CombinedRateLimiter } from './rate-limit/combined.js';
+export type { BindingLimit, CombinedRateLimitResult } from './rate-limit/combined-result.js';
 export { isRateLimitedError, RateLimitedError, type RateLimitRejection } from './rate-limit/errors.js';
 export type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './rate-limit/events.js';
 export {

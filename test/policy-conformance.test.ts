@@ -16,6 +16,7 @@ import {
   inferredResilient,
   isRetriesExhaustedError,
   isTransient,
+  memoryRateLimitStore,
   type Policy,
   pipeline,
   rateLimiter,
@@ -203,6 +204,18 @@ const configurations: Record<string, (fixture: PolicyFixture) => PolicyUnderTest
       refuse: () => spendAll(limiter),
     };
   },
+  'rateLimiter.all([...]).policy(key) (take)': ({ clock }) => {
+    const combined = combinedUnderTest(clock);
+    return {
+      policy: combined.policy('conformance'),
+      enforcesDeadline: false,
+      refuse: () => spendAll(combined),
+    };
+  },
+  'rateLimiter.all([...]).policy(key, { wait: true })': ({ clock }) => ({
+    policy: combinedUnderTest(clock).policy('conformance', { wait: true, maxWaitMs: 1_000 }),
+    enforcesDeadline: false,
+  }),
 
   // compositions
   'pipeline(timeout(2_000), retry(), timeout(500))': ({ clock }) => ({
@@ -240,8 +253,17 @@ const configurations: Record<string, (fixture: PolicyFixture) => PolicyUnderTest
 
 for (const [name, make] of Object.entries(configurations)) policyConformance(name, make, runner);
 
+/** Two limits on one in-memory store, combined: 1 000 per second and 5 000 per minute. */
+function combinedUnderTest(clock: FakeClock) {
+  const store = memoryRateLimitStore({ clock });
+  return rateLimiter.all([
+    rateLimiter({ name: 'second', limit: 1_000, periodMs: 1_000, store, clock }),
+    rateLimiter({ name: 'minute', limit: 5_000, periodMs: 60_000, store, clock }),
+  ]);
+}
+
 /** Spends what is left of the conformance key, unit by unit, so the next call is refused. */
-function spendAll(limiter: ReturnType<typeof rateLimiter>): void {
+function spendAll(limiter: { takeSync(key: string): { allowed: boolean } }): void {
   while (limiter.takeSync('conformance').allowed) {
     // keep taking
   }

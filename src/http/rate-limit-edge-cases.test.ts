@@ -72,7 +72,7 @@ describe('rateLimitMiddleware: the limiters it accepts', () => {
     ['null', null],
   ])('refuses a limiter with %s, naming the option', (_name, limiter) => {
     expect(() => rateLimitMiddleware({ limiter: limiter as never, key: () => 'k' })).toThrow(
-      /^expected "limiter" to be a rate limiter from rateLimiter\(\), got /,
+      /^expected "limiter" to be a rate limiter from rateLimiter\(\) or rateLimiter\.all\(\), got /,
     );
   });
 });

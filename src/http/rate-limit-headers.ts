@@ -1,9 +1,10 @@
 /**
  * The rate-limit headers of the IETF httpapi draft "RateLimit header fields for HTTP"
  * (draft-ietf-httpapi-ratelimit-headers-10): `RateLimit-Policy: "<name>";q=<limit>;w=<seconds>`
- * and `RateLimit: "<name>";r=<remaining>;t=<seconds>`; and, for clients written against older
+ * (one item per limit) and `RateLimit: "<name>";r=<remaining>;t=<seconds>`; and, for clients written against older
  * servers, the legacy `X-RateLimit-*` headers as express-rate-limit sends them.
  */
+import type { CombinedRateLimitResult } from '../rate-limit/combined-result.js';
 import type { RateLimitResult, RateLimitRule } from '../rate-limit/store.js';
 
 /**
@@ -11,16 +12,33 @@ import type { RateLimitResult, RateLimitRule } from '../rate-limit/store.js';
  * always, and `ratelimit` unless the decision is a fail-open fallback (which knows nothing about
  * the quota: it says nothing rather than something false). No `pk`: it would echo the key.
  *
+ * For limiters combined by `rateLimiter.all()`, give their `rules` and the combined decision:
+ * `ratelimit-policy` lists every limit (`"second";q=10;w=1, "hour";q=1000;w=3600`) and `ratelimit`
+ * names the binding one with its own remaining units and reset (`result.binding`).
+ *
  * @example
  * const result = await limiter.take('downloads', bytes);
  * for (const [name, value] of Object.entries(rateLimitHeaders(limiter.rule, result))) res.setHeader(name, value);
  */
-export function rateLimitHeaders(rule: RateLimitRule, result: RateLimitResult): Record<string, string> {
-  const headers: Record<string, string> = { 'ratelimit-policy': policyHeader(rule) };
+export function rateLimitHeaders(
+  rules: RateLimitRule | readonly RateLimitRule[],
+  result: RateLimitResult | CombinedRateLimitResult,
+): Record<string, string> {
+  const several = isRuleList(rules);
+  const headers: Record<string, string> = {
+    'ratelimit-policy': several ? policiesHeader(rules) : policyHeader(rules),
+  };
   if (result.fallback !== 'fail-open') {
-    headers.ratelimit = `"${rule.name}";r=${result.remaining};t=${Math.ceil(result.resetMs / 1000)}`;
+    const binding = (result as Partial<CombinedRateLimitResult>).binding;
+    const rule = binding?.rule ?? (several ? rules[0]! : rules);
+    const own = binding?.result ?? result;
+    headers.ratelimit = `"${rule.name}";r=${own.remaining};t=${Math.ceil(own.resetMs / 1000)}`;
   }
   return headers;
+}
+
+function isRuleList(rules: RateLimitRule | readonly RateLimitRule[]): rules is readonly RateLimitRule[] {
+  return Array.isArray(rules);
 }
 
 /**
@@ -46,6 +64,18 @@ export function legacyRateLimitHeaders(result: RateLimitResult, nowMs: number): 
 }
 
 const policies = new WeakMap<RateLimitRule, string>();
+const policyLists = new WeakMap<readonly RateLimitRule[], string>();
+
+/** Every rule's policy, comma-separated (a structured-field list), computed once per list. */
+function policiesHeader(rules: readonly RateLimitRule[]): string {
+  let header = policyLists.get(rules);
+  // Stryker disable next-line ConditionalExpression: (true) computing the header again gives the same string: the map only caches it
+  if (header === undefined) {
+    header = rules.map(policyHeader).join(', ');
+    policyLists.set(rules, header);
+  }
+  return header;
+}
 
 /**
  * `"<name>";q=<quota>;w=<window seconds>`, computed once per rule. The draft's window is a whole

@@ -14,6 +14,7 @@ import {
   withDefault,
 } from '../core/read-options.js';
 import { show } from '../core/validate.js';
+import type { CombinedRateLimiter } from '../rate-limit/combined.js';
 import type { RateLimiter } from '../rate-limit/rate-limiter.js';
 import type { RateLimitResult, RateLimitRule } from '../rate-limit/store.js';
 import { readAdapterOptions } from './adapter-options.js';
@@ -33,8 +34,11 @@ export type RateLimitKey = string | undefined;
  * Express `Response` when you type it so, a Fastify reply for the plugin).
  */
 export interface RateLimitHttpOptions<Req, Res = ServerResponse> {
-  /** The limiter deciding (in-memory or Redis-backed). */
-  readonly limiter: RateLimiter;
+  /**
+   * The limiter deciding (in-memory or Redis-backed), or several combined by `rateLimiter.all()`
+   * (every limit stated in `RateLimit-Policy`, the binding one in `RateLimit`).
+   */
+  readonly limiter: RateLimiter | CombinedRateLimiter;
   /**
    * The key of a request: a client IP (`ipKey`), a user or tenant id, an API key. May return a
    * promise (e.g. an API-key lookup). It must give a non-empty string: `undefined`
@@ -76,17 +80,29 @@ export interface RateLimitHttpOptions<Req, Res = ServerResponse> {
   readonly clock?: Clock | undefined;
 }
 
-/** What the adapter uses of a limiter, whether `take` answers with a value or a promise. */
+/**
+ * What the adapter uses of a limiter (`rateLimiter()`, with its `rule`) or of limiters combined
+ * (`rateLimiter.all()`, with its `rules`), whether `take` answers with a value or a promise.
+ */
 export interface Limiter {
-  readonly rule: RateLimitRule;
+  /** One limiter's rule, stated in the headers. */
+  readonly rule?: RateLimitRule | undefined;
+  /** A combined limiter's rules: each stated in `RateLimit-Policy`, the binding one in `RateLimit`. */
+  readonly rules?: readonly RateLimitRule[] | undefined;
   take(key: string, cost: number): RateLimitResult | PromiseLike<RateLimitResult>;
 }
 
 /** Duck-typed, not instanceof: a limiter from another copy of bulwark works too. */
 function limiterCheck(name: string, value: unknown): Limiter {
   const limiter = value as Partial<Limiter> | null | undefined;
-  if (typeof limiter?.take !== 'function' || typeof limiter.rule?.name !== 'string') {
-    throw new TypeError(`expected "${name}" to be a rate limiter from rateLimiter(), got ${show(value)}`);
+  const rules = limiter?.rules;
+  const stated =
+    typeof limiter?.rule?.name === 'string' ||
+    (Array.isArray(rules) && rules.length > 0 && rules.every((rule) => typeof rule?.name === 'string'));
+  if (typeof limiter?.take !== 'function' || !stated) {
+    throw new TypeError(
+      `expected "${name}" to be a rate limiter from rateLimiter() or rateLimiter.all(), got ${show(value)}`,
+    );
   }
   return limiter as Limiter;
 }

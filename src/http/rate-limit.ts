@@ -18,7 +18,7 @@ import { isThenable } from '../core/policy.js';
 import { readOptions } from '../core/read-options.js';
 import { show } from '../core/validate.js';
 import { RateLimitedError } from '../rate-limit/errors.js';
-import type { RateLimitResult } from '../rate-limit/store.js';
+import type { RateLimitResult, RateLimitRule } from '../rate-limit/store.js';
 import { connectMiddleware, fastifyPlugin, type RequestHandler } from './adapter.js';
 import { asking, type Continuation } from './ask.js';
 import type { Edge, NodeNext } from './edge.js';
@@ -32,6 +32,8 @@ import { skipping } from './skip.js';
 /** The read options, as one request's steps use them. */
 interface Limiting<Req> {
   readonly limiter: Limiter;
+  /** The limiter's rule, or a combined limiter's rules. */
+  readonly rules: RateLimitRule | readonly RateLimitRule[];
   readonly cost: ((request: Req) => number) | undefined;
   readonly headers: boolean;
   readonly legacyHeaders: boolean;
@@ -94,7 +96,7 @@ function take<Req extends UrlRequest, Reply, Next>(
 
 /** The rate-limit headers of a decision the options ask for: standard, legacy, both or none. */
 function decisionHeaders<Req>(c: Limiting<Req>, result: RateLimitResult): Record<string, string> | undefined {
-  const standard = c.headers ? rateLimitHeaders(c.limiter.rule, result) : undefined;
+  const standard = c.headers ? rateLimitHeaders(c.rules, result) : undefined;
   if (!c.legacyHeaders) return standard;
   return Object.assign(standard ?? {}, legacyRateLimitHeaders(result, c.clock.now()));
 }
@@ -129,6 +131,7 @@ function limiting<Req extends UrlRequest, Res>(
   const o = readRateLimitHttpOptions(options, what);
   const c: Limiting<Req> = {
     limiter: o.limiter,
+    rules: o.limiter.rules ?? o.limiter.rule!,
     cost: o.cost,
     headers: o.headers,
     legacyHeaders: o.legacyHeaders,

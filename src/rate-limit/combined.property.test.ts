@@ -56,6 +56,11 @@ describe('rateLimiter.all()', () => {
           const result = await combined.take(key, units);
           const each = limiters.map((l) => store.takeSync(key, 0, l.rule));
           expect(result.remaining).toBe(Math.min(...each.map((e) => e.remaining)));
+          // The binding limit is one of them, with its own decision: the longest wait on a refusal.
+          expect(limiters.map((l) => l.rule)).toContain(result.binding.rule);
+          expect(result.binding.result.allowed).toBe(result.allowed);
+          if (result.allowed) expect(result.binding.result.remaining).toBe(result.remaining);
+          else expect(result.binding.result.retryAfterMs).toBe(result.retryAfterMs);
           if (result.allowed) {
             for (const l of limiters) expect(shadows.takeSync(key, units, l.rule).allowed).toBe(true);
           } else {

@@ -89,23 +89,43 @@ describe('rateLimiter.all: in memory', () => {
   it('admits only what every limit admits; a refusal by one takes nothing from the others', async () => {
     const clock = new FakeClock();
     const { second, minute, both } = pair(memoryRateLimitStore({ clock }), clock);
-    expect(await both.take('k', 3)).toEqual({
+    const first = await both.take('k', 3);
+    expect(first).toEqual({
       allowed: true,
       remaining: 0,
       retryAfterMs: 0,
       resetMs: 36_000,
       limit: 3,
+      // The binding limit is the one with the fewest units left, with its own decision.
+      binding: {
+        rule: second.rule,
+        result: { allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 1_500, limit: 3 },
+      },
     });
     const refused = await both.take('k', 2);
     // The per-second limit refuses: 2 units come back in 1 s; the minute had 2 left and keeps them.
-    expect(refused).toEqual({ allowed: false, remaining: 0, retryAfterMs: 1_000, resetMs: 36_000, limit: 3 });
+    expect(refused).toMatchObject({
+      allowed: false,
+      remaining: 0,
+      retryAfterMs: 1_000,
+      resetMs: 36_000,
+      limit: 3,
+    });
+    expect(refused.binding.rule).toBe(second.rule);
     expect((await minute.peek('k')).remaining).toBe(2);
     await clock.advance(1_000);
     // Both at 0: the first limiter given is reported.
-    expect(await both.take('k', 2)).toMatchObject({ allowed: true, remaining: 0, limit: 3 });
+    const tie = await both.take('k', 2);
+    expect(tie).toMatchObject({ allowed: true, remaining: 0, limit: 3 });
+    expect(tie.binding.rule).toBe(second.rule);
     await clock.advance(1_500);
     // Now the minute refuses (its next unit 9.5 s away): the second keeps its 3.
-    expect(await both.take('k')).toMatchObject({ allowed: false, retryAfterMs: 9_500, limit: 5 });
+    const byMinute = await both.take('k');
+    expect(byMinute).toMatchObject({ allowed: false, retryAfterMs: 9_500, limit: 5 });
+    expect(byMinute.binding).toMatchObject({
+      rule: minute.rule,
+      result: { allowed: false, retryAfterMs: 9_500 },
+    });
     expect((await second.peek('k')).remaining).toBe(3);
   });
 

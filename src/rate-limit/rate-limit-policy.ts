@@ -5,8 +5,14 @@ import { GatedPolicy } from '../core/gate.js';
 import { type Admission, Refusal, type Ticket } from '../core/gate-types.js';
 import type { PolicyOptions } from '../core/policy-events.js';
 import { isRateLimitedError, RateLimitedError, type RateLimitRejection } from './errors.js';
-import type { RateLimiter } from './rate-limiter.js';
+import type { RateLimitWaitOptions } from './options.js';
 import type { RateLimitResult } from './store.js';
+
+/** What a rate-limit policy asks: one limiter, or limiters combined by `rateLimiter.all()`. */
+export interface Quota {
+  take(key: string, cost: number): Promise<RateLimitResult>;
+  wait(key: string, options?: RateLimitWaitOptions): Promise<RateLimitResult>;
+}
 
 /** Options of `limiter.policy(key, options)`. */
 export interface RateLimitPolicyOptions extends PolicyOptions<RateLimitRejection> {
@@ -22,11 +28,11 @@ export interface RateLimitPolicyOptions extends PolicyOptions<RateLimitRejection
   readonly maxWaitMs?: number | undefined;
 }
 
-/** `limiter.policy(key)`: admission by a rate limiter before each call. */
+/** `limiter.policy(key)`: admission by a rate limiter (or limiters combined) before each call. */
 export class RateLimitPolicy extends GatedPolicy<RateLimitRejection> {
   /** Use `limiter.policy(key, options)`. */
   constructor(
-    private readonly limiter: RateLimiter,
+    private readonly limiter: Quota,
     private readonly clock: Clock,
     private readonly key: string,
     private readonly cost: number,

@@ -34,13 +34,15 @@ export class RateLimiter {
   readonly rule: RateLimitRule;
   /** The store deciding. */
   readonly store: RateLimitStore;
-  private readonly clock: Clock;
+  /** @internal The clock it decides, waits and times out on (`rateLimiter.all()` waits on it too). */
+  readonly clock: Clock;
   /** @internal How this limiter reaches its store (`rateLimiter.all()` combines limiters through it). */
   readonly decider: Decider;
   /** The decider when the store is the in-memory one: what `takeSync` runs on. */
   private readonly memory: MemoryDecider | undefined;
   private readonly defaultMaxWaitMs: number;
-  private readonly maxQueue: number;
+  /** @internal Most waiters queued on one key (`rateLimiter.all()` takes the smallest of its limiters'). */
+  readonly maxQueue: number;
   private readonly rejected = new Listeners<RateLimitRejectedEvent>();
   private readonly storeErrors = new Listeners<RateLimitStoreErrorEvent>();
   private waiters: WaitQueue | undefined;
@@ -69,7 +71,7 @@ export class RateLimiter {
         storeErrors: this.storeErrors,
       });
     }
-    this.defaultMaxWaitMs = longestWaitMs(this.rule);
+    this.defaultMaxWaitMs = longestWaitMs([this.rule]);
   }
 
   /**
@@ -154,7 +156,7 @@ export class RateLimiter {
       this.waiters ??= new WaitQueue(
         memory === undefined ? (k, c) => this.decider.take(k, c) : (k, c) => memory.takeSync(k, c),
         this.clock,
-        this.rule,
+        [this.rule],
         this.maxQueue,
       );
       return this.waiters.wait(key, o.cost, o.maxWaitMs ?? this.defaultMaxWaitMs, o.signal);
@@ -287,6 +289,10 @@ export function rateLimiter(options: RateLimiterOptions): RateLimiter {
  *
  * Throws a `TypeError` for anything but an array of 1 to 16 limiters from `rateLimiter()`, for
  * limiters with different stores or the same `name`, or a store without `takeAll`.
+ *
+ * The combined limiter also waits (`wait`, `policy(key, { wait: true })`), answers synchronously on
+ * the in-memory store (`takeSync`) and goes wherever a limiter goes in the HTTP adapters, which then
+ * state every limit in `RateLimit-Policy` and the binding one in `RateLimit`.
  *
  * @example
  * const store = memoryRateLimitStore();

@@ -69,7 +69,7 @@ class KeyQueue {
     const head = this.waiters.first;
     if (head !== undefined) {
       const turn = turnAt(
-        this.owner.rule,
+        this.owner.rules,
         now,
         this.readyAt,
         head.cost,
@@ -78,7 +78,7 @@ class KeyQueue {
       const full = this.waiters.size >= this.owner.maxQueue;
       // One ms of slack: the head's readiness is known to whole milliseconds only.
       if (full || turn - 1 > waiter.deadline) {
-        waiter.reject(waitRefusal(this.owner.rule, this.key, turn - now, 0, full ? 'queue-full' : 'turn'));
+        waiter.reject(waitRefusal(this.owner.burst, this.key, turn - now, 0, full ? 'queue-full' : 'turn'));
         return false;
       }
       if (this.readyAt === undefined) this.unchecked = true;
@@ -117,7 +117,7 @@ class KeyQueue {
       this.readyAt = asked + result.retryAfterMs;
       if (result.retryAfterMs > Math.ceil(head.deadline - asked)) {
         this.finish(head);
-        head.reject(waitRefusal(this.owner.rule, this.key, result.retryAfterMs, result.remaining, 'refused'));
+        head.reject(waitRefusal(result.limit, this.key, result.retryAfterMs, result.remaining, 'refused'));
         continue;
       }
       if (this.unchecked) this.checkTurns();
@@ -136,10 +136,10 @@ class KeyQueue {
     for (let waiter = waiters.after(head); waiter !== undefined; ) {
       const next = waiters.after(waiter);
       behind += waiter.cost;
-      const turn = turnAt(this.owner.rule, now, this.readyAt, head.cost, behind);
+      const turn = turnAt(this.owner.rules, now, this.readyAt, head.cost, behind);
       if (turn - 1 > waiter.deadline) {
         this.finish(waiter);
-        waiter.reject(waitRefusal(this.owner.rule, this.key, turn - now, 0, 'turn'));
+        waiter.reject(waitRefusal(this.owner.burst, this.key, turn - now, 0, 'turn'));
         behind -= waiter.cost;
       }
       waiter = next;
@@ -158,9 +158,9 @@ class KeyQueue {
       behind += w.cost;
     }
     const now = this.owner.clock.now();
-    const turn = turnAt(this.owner.rule, now, this.readyAt, head.cost, behind);
+    const turn = turnAt(this.owner.rules, now, this.readyAt, head.cost, behind);
     // Stryker disable next-line StringLiteral: waitRefusal gives its last message to any reason but 'refused' and 'turn'
-    this.leave(waiter, waitRefusal(this.owner.rule, this.key, turn - now, 0, 'deadline'));
+    this.leave(waiter, waitRefusal(this.owner.burst, this.key, turn - now, 0, 'deadline'));
   }
 
   /** A waiter leaves before being served: rejects it and, if it was the head, wakes the pump. */
@@ -226,17 +226,23 @@ export class WaitQueue {
   /** Waiters queued now, over all keys. */
   private waiting = 0;
 
+  /** The smallest burst of `rules`: the `limit` of a refusal made without asking the store. */
+  readonly burst: number;
+
   /**
+   * @param rules the limiter's rule, or every rule of a combined limiter (a turn is estimated under
+   * each)
    * @param maxQueue most waiters queued on one key at once (a positive integer or `Infinity`); one
    * more is refused at once
    */
   constructor(
     readonly take: Take,
     readonly clock: Clock,
-    readonly rule: RateLimitRule,
+    readonly rules: readonly RateLimitRule[],
     readonly maxQueue: number,
   ) {
     this.deadlines = new DeadlineQueue(clock);
+    this.burst = Math.min(...rules.map((rule) => rule.burst));
   }
 
   /** Resolves with the allowed decision, or rejects (RateLimitedError, store error, abort reason). */

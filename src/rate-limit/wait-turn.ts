@@ -8,7 +8,8 @@ import type { RateLimitRule } from './store.js';
 
 /**
  * The earliest time (limiter clock) a waiter can be served, from its queue position: `behind`
- * units queued after the head up to and including its own cost, at the rule's rate.
+ * units queued after the head up to and including its own cost, at the rule's rate; under several
+ * rules (`rateLimiter.all()`), the latest of their turns, since every one must admit it.
  *
  * With `readyAt`, the time the head's own units come back (known from its last refusal), the token
  * bucket and GCRA need `behind` units more at `periodMs / limit` each; the sliding window admits at
@@ -20,6 +21,18 @@ import type { RateLimitRule } from './store.js';
  * other takers only make the real turn later.
  */
 export function turnAt(
+  rules: readonly RateLimitRule[],
+  now: number,
+  readyAt: number | undefined,
+  headCost: number,
+  behind: number,
+): number {
+  let turn = -Infinity;
+  for (const rule of rules) turn = Math.max(turn, ruleTurnAt(rule, now, readyAt, headCost, behind));
+  return turn;
+}
+
+function ruleTurnAt(
   rule: RateLimitRule,
   now: number,
   readyAt: number | undefined,
@@ -38,11 +51,17 @@ export function turnAt(
 /**
  * The longest an uncontended key can need to admit a take (`maxWaitMs`'s default): a full refill,
  * `burst × periodMs / limit` (token bucket, GCRA), or `periodMs + periodMs / buckets` (sliding
- * window, whose units come back up to one sub-window late).
+ * window, whose units come back up to one sub-window late); under several rules, the longest.
  */
-export function longestWaitMs(rule: RateLimitRule): number {
-  const { limit, periodMs, burst, buckets, algorithm } = rule;
-  return algorithm === 'sliding-window' ? periodMs + periodMs / buckets : (burst * periodMs) / limit;
+export function longestWaitMs(rules: readonly RateLimitRule[]): number {
+  let longest = 0;
+  for (const { limit, periodMs, burst, buckets, algorithm } of rules) {
+    longest = Math.max(
+      longest,
+      algorithm === 'sliding-window' ? periodMs + periodMs / buckets : (burst * periodMs) / limit,
+    );
+  }
+  return longest;
 }
 
 /**
@@ -62,10 +81,11 @@ const messages: Readonly<Record<WaitRefusalReason, (retryAfterMs: number) => str
 
 /**
  * The error of a waiter of `key` that gives up: quota for its cost is `waitMs` away (at least 1 ms,
- * since it could not be served now), `remaining` as the store last said.
+ * since it could not be served now), `remaining` as the store last said, `limit` the burst its
+ * `remaining` counts down from.
  */
 export function waitRefusal(
-  rule: RateLimitRule,
+  limit: number,
   key: string,
   waitMs: number,
   remaining: number,
@@ -73,7 +93,7 @@ export function waitRefusal(
 ): RateLimitedError {
   const retryAfterMs = Math.max(1, Math.ceil(waitMs));
   return new RateLimitedError(key, retryAfterMs, {
-    limit: rule.burst,
+    limit,
     remaining,
     message: messages[why](retryAfterMs),
     reason: why === 'queue-full' ? 'queue-full' : 'rate-limited',

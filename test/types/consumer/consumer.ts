@@ -201,6 +201,11 @@ const shared = rateLimiter({
 });
 const waited = limiter.wait('k', { cost: undefined, signal: maybeSignal, maxWaitMs: undefined });
 const limited = limiter.policy('k', { cost: undefined, wait: undefined, maxWaitMs: undefined });
+const hourly = rateLimiter({ name: 'hour', limit: 100, periodMs: 3_600_000, store });
+const combined = rateLimiter.all([limiter, hourly]);
+const bindingName: string = combined.takeSync('k').binding.rule.name;
+const combinedWait = combined.wait('k', { cost: undefined, signal: maybeSignal, maxWaitMs: undefined });
+const combinedPolicy = combined.policy('k', { cost: undefined, wait: undefined, maxWaitMs: undefined });
 
 // calls, contexts and errors
 const composed: Policy<null> = pipeline(
@@ -239,6 +244,7 @@ const middlewares = [
     clock: undefined,
   }),
   rateLimitMiddleware({ limiter: shared, key: (request) => ipKey(request, { ipv6Subnet: undefined }) }),
+  rateLimitMiddleware({ limiter: combined, key: keyOf }),
   loadSheddingMiddleware({
     shedder,
     priority: () => 'normal',
@@ -326,9 +332,12 @@ const idempotencyEdge = [
 ];
 
 export {
+  bindingName,
   budget,
   charged,
   clock,
+  combinedPolicy,
+  combinedWait,
   composed,
   context,
   derived,
