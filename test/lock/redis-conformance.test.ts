@@ -83,6 +83,15 @@ redis.describe('lock and fence stores on real Redis', () => {
       expect(hashTag(head), hostile).toBe(hostile.split('}')[0]);
       expect(hashTag(`${head}:fence`), hostile).toBe(hashTag(head));
     }
+    // A key starting with } would make an empty tag (each key hashed whole: CROSSSLOT on a
+    // Cluster): it and a key starting with NUL get a NUL in front, and keep one tag.
+    for (const hostile of ['}', '}x', '\u0000', '\u0000}x']) {
+      const head = lock.keyOf(hostile);
+      expect(head, JSON.stringify(hostile)).toBe(`${redis.prefix}lock:{\u0000${hostile}}`);
+      expect(hashTag(`${head}:fence`)).toBe(hashTag(head));
+      expect(hashTag(head).length).toBeGreaterThan(0);
+    }
+    expect(new Set(['}', '}x', '\u0000', '\u0000}x'].map((k) => lock.keyOf(k))).size).toBe(4);
   });
 
   it('a fenced resource is one hash, f and v, with no TTL; fences up to 2^53 − 1 round-trip exactly', async () => {

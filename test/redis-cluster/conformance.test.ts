@@ -94,6 +94,30 @@ clusterDescribe('Redis stores on a Redis Cluster', () => {
     expect((await perHour.peek('user:1')).remaining).toBe(1); // the refusals took nothing
   });
 
+  it.each(['}', '}x', '{', '{}', '{x}', 'a}b', '\u0000', '\u0000}x', 'ü}'])(
+    'hostile key %j: every store works on it, no call spans two slots',
+    async (key) => {
+      const set = stores();
+      const limiter = rateLimiter({ name: 'a', limit: 1, periodMs: 60_000, store: set.rateLimit });
+      const other = rateLimiter({ name: 'b', limit: 5, periodMs: 60_000, store: set.rateLimit });
+      const both = rateLimiter.all([limiter, other]);
+      expect((await both.take(key)).allowed).toBe(true);
+      expect((await both.take(key)).allowed).toBe(false);
+      const lease = await set.lock.acquire(key, 'me', 5_000);
+      expect(lease?.fence).toBeGreaterThan(0);
+      expect(await set.lock.release(key, 'me')).toBe(true);
+      const claim = await set.idempotency.claim(key, 'fp', 5_000);
+      expect(claim.status).toBe('claimed');
+      await set.fence.write(key, 1, 'v');
+      expect((await set.fence.read(key))?.value).toBe('v');
+      await set.cacheLayer.set(key, '"x"', 5_000, 0, 'changed');
+      expect((await set.cacheLayer.get(key))?.payload).toBe('"x"');
+      expect(await set.cacheLayer.claimLoad(key, 'me', 5_000)).toBe(true);
+      await set.cacheLayer.delete(key, 'gone');
+      await set.close();
+    },
+  );
+
   it('the Redis Streams publisher appends to streams spread over every master, in order', async () => {
     const { client } = slotChecked(cluster!.client());
     const prefix = `c:${uniqueToken()}:events:`;

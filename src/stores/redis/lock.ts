@@ -2,7 +2,7 @@ import { storeKey } from '../../core/validate.js';
 import { leaseMs } from '../../lock/memory-store.js';
 import type { AcquiredLease, LockStore } from '../../lock/store.js';
 import type { StoreDeadline } from './deadline.js';
-import { redisKey } from './keys.js';
+import { taggedKey } from './keys.js';
 import { acquireScript, markScript, releaseScript, renewScript } from './lock-scripts.js';
 import { RedisScript } from './script.js';
 import { ScriptRunner, type ScriptRunnerClient } from './script-runner.js';
@@ -78,12 +78,13 @@ export class RedisLockStore implements LockStore {
   }
 
   /**
-   * The Redis key holding `key`'s lease, `<prefix>lock:{<key>}` (for tests and operations); its
-   * fence key is this followed by `:fence`. Throws a `TypeError` for a key that is not a non-empty,
-   * well-formed string.
+   * The Redis key holding `key`'s lease, `<prefix>lock:{<key>}` (for tests and operations; a key
+   * starting with `}` or NUL gets a NUL in front, so the lease and its fence share a hash tag: see
+   * `taggedKey`); its fence key is this followed by `:fence`. Throws a `TypeError` for a key that is
+   * not a non-empty, well-formed string.
    */
   keyOf(key: string): string {
-    return redisKey(this.head, key);
+    return taggedKey(this.head, key);
   }
 
   /**
