@@ -258,6 +258,7 @@ export class CircuitBreakerPolicy extends GatedPolicy<RefusingState> {
     this.probes.clear();
     // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the event
     if (this.stateChanged.active) this.stateChanged.emit({ from, to });
+    this.count('state_change');
   }
 }
 

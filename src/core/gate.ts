@@ -34,6 +34,8 @@ import {
   type RejectedEvent,
   type SuccessEvent,
 } from './policy-events.js';
+import { countEvent, type TelemetryEvent } from './telemetry.js';
+import { reportGauges } from './telemetry-gauges.js';
 
 const noTicket: Ticket = 0;
 
@@ -112,6 +114,15 @@ export abstract class GatedPolicy<Reason extends string = never>
    */
   protected configure(options: PolicyOptions<Reason>, clock: Clock | undefined): void {
     this.#events.configure(options, clock);
+    reportGauges(this, this.#events.pattern, this.#events.name);
+  }
+
+  /**
+   * Counts `event` of this policy on the `bulwark.events` telemetry counter (with `error.type` when
+   * `error` is given); nothing while no OpenTelemetry MeterProvider is registered.
+   */
+  protected count(event: TelemetryEvent, error?: unknown): void {
+    countEvent(event, this.#events.pattern, this.#events.name, error);
   }
 
   /** The name the policy's events carry (the `name` option; by default the pattern's name). */

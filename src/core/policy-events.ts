@@ -8,6 +8,13 @@ import { type Disposer, type Listener, Listeners } from './events.js';
 import type { Kind } from './kind.js';
 import type { Outcome } from './outcome.js';
 import { nonEmptyString } from './read-options.js';
+import {
+  type Attributes,
+  countEvent,
+  type TelemetryEvent,
+  type TelemetryOutcome,
+  telemetry,
+} from './telemetry.js';
 import { isFunction } from './validate.js';
 
 /** A call a policy ran that resolved. */
@@ -88,8 +95,16 @@ export class CallEvents<Reason extends string> {
   /** Times `durationMs`. */
   private clock: Clock = systemClock;
 
-  /** @param name the default `name` (the pattern's). */
-  constructor(public name: string) {}
+  /** The attributes of its telemetry records, made on first use (after `configure`). */
+  private attributes: CallAttributes | undefined;
+
+  /** @param pattern the pattern's name: the `bulwark.pattern` of its telemetry, and the default `name`. */
+  constructor(readonly pattern: string) {
+    this.name = pattern;
+  }
+
+  /** The policy's `name` (the `bulwark.policy` of its telemetry). */
+  name: string;
 
   /**
    * Applies the {@link PolicyOptions} (validated: a `TypeError` names the bad one) and the clock
@@ -104,14 +119,21 @@ export class CallEvents<Reason extends string> {
     if (onRejected !== undefined) this.refused.add(isFunction('onRejected', onRejected));
   }
 
-  /** Whether someone listens to the events that need the call's duration. */
+  /**
+   * Whether someone listens to the events that need the call's duration: a listener, or a
+   * registered OpenTelemetry MeterProvider.
+   */
   get observed(): boolean {
-    return this.succeeded.active || this.failed.active;
+    return this.succeeded.active || this.failed.active || telemetry() !== undefined;
   }
 
-  /** When a call starts, for its `durationMs`: the clock's time while observed, else 0. */
+  /**
+   * When a call starts, for its `durationMs`: the clock's time while observed, else `NaN` (a call
+   * that began unobserved reports a duration of 0 to a listener added meanwhile, and none to
+   * telemetry).
+   */
   start(): number {
-    return this.observed ? this.clock.now() : 0;
+    return this.observed ? this.clock.now() : Number.NaN;
   }
 
   /**
@@ -124,8 +146,19 @@ export class CallEvents<Reason extends string> {
     answered: { readonly error: unknown } | undefined,
     handled: boolean,
   ): Outcome<T> {
-    if (!this.observed) return outcome;
-    const durationMs = this.clock.now() - startedAt;
+    const timed = !Number.isNaN(startedAt); // the call began observed
+    // A call that began unobserved has no duration for telemetry: only a listener added since
+    // wants its event (and the telemetry check, the costliest part here, is skipped).
+    if (timed ? !this.observed : !this.succeeded.active && !this.failed.active) return outcome;
+    const durationMs = timed ? this.clock.now() - startedAt : 0;
+    const t = timed ? telemetry() : undefined;
+    if (t !== undefined) {
+      const attributes = this.attributesOf();
+      t.attemptDuration.record(
+        durationMs / 1_000,
+        outcome.ok && answered === undefined ? attributes.success : attributes.failure,
+      );
+    }
     if (outcome.ok && answered === undefined) {
       // Stryker disable next-line ConditionalExpression: (true) emit with no listener returns at once; only the event object is built for nothing
       if (this.succeeded.active) this.succeeded.emit({ policy: this.name, durationMs });
@@ -136,10 +169,40 @@ export class CallEvents<Reason extends string> {
     return outcome;
   }
 
-  /** Fires onRejected for a refusal; returns the error the call fails with. */
+  /** Fires onRejected for a refusal, and counts it in telemetry; returns the error the call fails with. */
   reject(reason: Reason, error: unknown): unknown {
     // Stryker disable next-line ConditionalExpression: (true) emit with no listener returns at once; only the event object is built for nothing
     if (this.refused.active) this.refused.emit({ policy: this.name, reason, error });
+    if (telemetry() !== undefined)
+      countEvent(refusalEvent(this.pattern, reason), this.pattern, this.name, error);
     return error;
   }
+
+  private attributesOf(): CallAttributes {
+    this.attributes ??= {
+      success: this.recordAttributes('success'),
+      failure: this.recordAttributes('failure'),
+    };
+    return this.attributes;
+  }
+
+  private recordAttributes(outcome: TelemetryOutcome): Attributes {
+    return { 'bulwark.pattern': this.pattern, 'bulwark.policy': this.name, 'bulwark.outcome': outcome };
+  }
+}
+
+/** The attributes of a policy's duration records, by outcome (made once per policy). */
+interface CallAttributes {
+  readonly success: Attributes;
+  readonly failure: Attributes;
+}
+
+/**
+ * The `bulwark.event` of a refusal: `shed` for the load shedder, `rate_limited` for a rate limit
+ * (its queue full included), `rejected` for every other policy's.
+ */
+function refusalEvent(pattern: string, reason: string): TelemetryEvent {
+  if (reason === 'shed') return 'shed';
+  if (pattern === 'rate-limit') return 'rate_limited';
+  return 'rejected';
 }

@@ -43,6 +43,8 @@ export interface HedgeEvent {
 
 /** What a call needs from its policy. */
 export interface HedgeSettings {
+  /** Counts a hedge started (the error that triggered it, if any) in telemetry. */
+  readonly count: (error: unknown) => void;
   readonly attempts: number;
   readonly delayMs: number;
   readonly variants: readonly Operation<unknown>[] | undefined;
@@ -147,6 +149,7 @@ export class HedgeCall<T> {
       );
       if (this.done) return; // a listener aborted the caller
     }
+    this.settings.count(error);
     this.launch(attempt);
     const stagger = this.settings.delayMs;
     if (stagger > 0) this.schedule(stagger, 'delay', undefined);

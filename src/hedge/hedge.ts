@@ -49,7 +49,8 @@ class Hedge extends GatedPolicy {
     if (o.onHedge !== undefined) this.hedged.add(o.onHedge);
     const { attempts, delayMs, variants, budget, clock } = o;
     const isFatal = o.isFatal ?? permanentFailure;
-    this.settings = { attempts, delayMs, variants, budget, clock, isFatal, hedged: this.hedged };
+    const count = (error: unknown) => this.count('hedge', error);
+    this.settings = { count, attempts, delayMs, variants, budget, clock, isFatal, hedged: this.hedged };
     this.configure(o, clock);
   }
 

@@ -3,10 +3,12 @@
  * memory that spares a hammering client its round trips, and the `storeFailure` mode applied when
  * the store fails.
  */
+
 import type { Clock } from '../core/clock.js';
 import { isStoreUnavailableError, StoreUnavailableError } from '../core/errors.js';
 import type { Listeners } from '../core/events.js';
 import { isThenable } from '../core/policy.js';
+import { countEvent } from '../core/telemetry.js';
 import { BlockedKeys } from './blocked-keys.js';
 import { type Decider, emitRejected } from './decider.js';
 import type { RateLimitRejectedEvent, RateLimitStoreErrorEvent } from './events.js';
@@ -160,6 +162,7 @@ export class RemoteDecider implements Decider {
     const error = asStoreError(cause);
     // Stryker disable next-line ConditionalExpression: (true) emitting to no listener does nothing; the guard only saves building the event
     if (this.storeErrors.active) this.storeErrors.emit({ key, error, mode: this.mode });
+    countEvent('store_error', 'rate-limit', this.rule.name, error);
     const burst = this.rule.burst;
     switch (this.mode) {
       case 'fail-closed':

@@ -192,6 +192,7 @@ export class RetryPolicy extends GatedPolicy {
         return this.giveUp(outcome, attempt, 'budget');
       // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the guard only skips building the event
       if (this.retried.active) this.retried.emit({ attempt, delayMs: delay, ...failed });
+      this.count('retry', failed.error);
       if (note !== undefined) note.handled = true;
       if (delay > 0) {
         try {
@@ -228,6 +229,7 @@ export class RetryPolicy extends GatedPolicy {
   private giveUp<T>(outcome: Outcome<T>, attempts: number, reason: GiveUpReason | DeclineReason): Outcome<T> {
     // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the guard only skips building the event
     if (this.gaveUp.active) this.gaveUp.emit({ attempts, reason, ...failureOf(outcome) });
+    this.count(reason === 'budget' ? 'budget_exhausted' : 'give_up', outcome.ok ? undefined : outcome.error);
     if (outcome.ok || reason === 'budget' || reason === 'retry-after') return outcome;
     return failure(new RetriesExhaustedError(attempts, reason, outcome.error, classify(outcome.error)));
   }

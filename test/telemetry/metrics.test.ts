@@ -1,0 +1,141 @@
+/**
+ * Telemetry with the real OpenTelemetry metrics SDK (an in-memory reader): after a scripted run —
+ * 2 retries then success, a breaker that opens and closes, 3 rate-limited calls, 1 shed — the
+ * exported figures are exact. The retry policy is built before the SDK is registered (OTel JS has
+ * no delegating MeterProvider: the instruments must be resolved lazily for it to report).
+ */
+import { metrics } from '@opentelemetry/api';
+import { type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { afterAll, expect, it } from 'vitest';
+import { circuitBreaker, hedge, ResilienceError, rateLimiter, retry } from '../../src/index.js';
+import { loadShedder } from '../../src/node/index.js';
+import { FakeClock } from '../../src/testing/index.js';
+
+/** A reader the test collects from itself. */
+class TestReader extends MetricReader {
+  protected override async onForceFlush(): Promise<void> {}
+  protected override async onShutdown(): Promise<void> {}
+}
+
+const clock = new FakeClock();
+const unavailable = () => new ResilienceError('down', { code: 'E_DOWN', kind: 'unavailable' });
+const builtBefore = retry({ name: 'orders-api', maxAttempts: 3, backoff: () => 10, clock });
+
+const reader = new TestReader();
+const provider = new MeterProvider({ readers: [reader] });
+metrics.setGlobalMeterProvider(provider);
+afterAll(async () => {
+  metrics.disable();
+  await provider.shutdown();
+});
+
+async function collect() {
+  const { resourceMetrics } = await reader.collect();
+  const all = resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics);
+  const named = (name: string) => all.find((metric) => metric.descriptor.name === name);
+  return { all, named };
+}
+
+/** The counter's data points as "attr=value,…: count" lines, sorted. */
+function lines(points: readonly DataPoint<number>[]): string[] {
+  return points
+    .map(
+      (point) =>
+        `${Object.entries(point.attributes)
+          .map(([key, value]) => `${key}=${String(value)}`)
+          .join(',')}: ${point.value}`,
+    )
+    .sort();
+}
+
+it('exports exact figures after a scripted run, from a policy built before the SDK was registered too', async () => {
+  // 2 retries, then success.
+  let calls = 0;
+  const retried = builtBefore.execute(async () => {
+    calls++;
+    if (calls < 3) throw unavailable();
+    return 'ok';
+  });
+  await clock.advance(100);
+  expect(await retried).toBe('ok');
+
+  // A breaker that opens (2 failures), refuses once, half-opens after 1 s and closes on success.
+  const breaker = circuitBreaker({ name: 'payments', failureThreshold: 2, resetTimeoutMs: 1_000, clock });
+  for (let i = 0; i < 2; i++) await breaker.execute(() => Promise.reject(unavailable())).catch(() => {});
+  await breaker.execute(() => 'refused').catch(() => {});
+  await clock.advance(1_000);
+  expect(await breaker.execute(() => 'probe')).toBe('probe');
+
+  // 3 calls rate-limited.
+  const limited = rateLimiter({ name: 'per-user', limit: 1, periodMs: 60_000, clock }).policy('user:1');
+  for (let i = 0; i < 4; i++) await limited.execute(() => 'ok').catch(() => {});
+
+  // 1 shed.
+  let heapUsedRatio = 0.1;
+  const shedder = loadShedder({ limits: { heapUsedRatio: 0.9 }, source: () => ({ heapUsedRatio }), clock });
+  const low = shedder.policy('low');
+  heapUsedRatio = 0.95;
+  await clock.advance(1_000);
+  await low.execute(() => 'ok').catch(() => {});
+
+  const { named } = await collect();
+  const events = named('bulwark.events')!;
+  expect(lines(events.dataPoints as DataPoint<number>[])).toEqual(
+    [
+      'bulwark.event=retry,bulwark.pattern=retry,bulwark.policy=orders-api,error.type=E_DOWN: 2',
+      'bulwark.event=state_change,bulwark.pattern=circuit-breaker,bulwark.policy=payments: 3',
+      'bulwark.event=rejected,bulwark.pattern=circuit-breaker,bulwark.policy=payments,error.type=ERR_CIRCUIT_OPEN: 1',
+      'bulwark.event=rate_limited,bulwark.pattern=rate-limit,bulwark.policy=rate-limit,error.type=ERR_RATE_LIMITED: 3',
+      'bulwark.event=shed,bulwark.pattern=load-shedder,bulwark.policy=load-shedder,error.type=ERR_LOAD_SHED: 1',
+    ].sort(),
+  );
+
+  // Every call a policy ran (a refusal runs nothing: it is an event), by outcome, in seconds on
+  // the policy's clock.
+  const durations = named('bulwark.attempt.duration')!;
+  expect(durations.descriptor.unit).toBe('s');
+  const counts = (durations.dataPoints as DataPoint<Histogram>[])
+    .map(
+      (point) =>
+        `${point.attributes['bulwark.policy']}/${point.attributes['bulwark.outcome']}: ${point.value.count}`,
+    )
+    .sort();
+  expect(counts).toEqual(
+    ['orders-api/success: 1', 'payments/failure: 2', 'payments/success: 1', 'rate-limit/success: 1'].sort(),
+  );
+  const retryPoint = (durations.dataPoints as DataPoint<Histogram>[]).find(
+    (point) => point.attributes['bulwark.policy'] === 'orders-api',
+  )!;
+  expect(retryPoint.value.sum).toBeCloseTo(0.02); // two 10 ms backoffs on the fake clock
+  expect(retryPoint.value.buckets.boundaries[0]).toBe(0.0005); // fitted to sub-second calls
+
+  // The breaker's state gauge reads closed again.
+  const state = named('bulwark.circuit.state')!;
+  const payments = (state.dataPoints as DataPoint<number>[]).find(
+    (p) => p.attributes['bulwark.policy'] === 'payments',
+  );
+  expect(payments?.value).toBe(0);
+});
+
+it('counts hedges started and rate-limit store failures', async () => {
+  const before = lines(((await collect()).named('bulwark.events')?.dataPoints ?? []) as DataPoint<number>[]);
+  const hedged = hedge({ name: 'search', attempts: 2, delayMs: 10, clock });
+  const slow = hedged.execute(() => clock.sleep(50).then(() => 'done'));
+  await clock.advance(50);
+  expect(await slow).toBe('done');
+  const down = () => Promise.reject(new Error('ECONNREFUSED'));
+  const limiter = rateLimiter({
+    name: 'shared',
+    limit: 1,
+    periodMs: 1_000,
+    store: { take: down, peek: down, reset: down },
+    storeFailure: 'fail-open',
+    clock,
+  });
+  expect((await limiter.take('k')).fallback).toBe('fail-open');
+  const after = lines((await collect()).named('bulwark.events')!.dataPoints as DataPoint<number>[]);
+  expect(after.filter((line) => !before.includes(line))).toEqual([
+    'bulwark.event=hedge,bulwark.pattern=hedge,bulwark.policy=search: 1',
+    'bulwark.event=store_error,bulwark.pattern=rate-limit,bulwark.policy=shared,error.type=ERR_STORE_UNAVAILABLE: 1',
+  ]);
+});
