@@ -57,7 +57,9 @@ describe('package exports', () => {
       expect(loaded[specifier]?.error, specifier).toBeUndefined();
     }
     expect(loaded.bulwark?.exports).toEqual(expect.arrayContaining(['pipeline', 'retry', 'circuitBreaker']));
-    expect(loaded['bulwark/testing']?.exports).toContain('FakeClock');
+    expect(loaded['bulwark/testing']?.exports).toEqual(
+      expect.arrayContaining(['FakeClock', 'chaos', 'chaosStore', 'faultProxy']),
+    );
     expect(loaded['bulwark/node']?.exports).toContain('loadShedder');
     expect(loaded['bulwark/redis']?.exports).toContain('redisStores');
     expect(loaded['bulwark/http']?.exports).toContain('rateLimitMiddleware');
@@ -128,7 +130,11 @@ describe('package exports', () => {
   it('bulwark/node and bulwark/http expose their adapters', async () => {
     expect(await load('bulwark/node')).toHaveProperty('loadShedder');
     expect(await load('bulwark/redis')).toHaveProperty('redisStores');
-    expect(await load('bulwark/testing')).toHaveProperty('rateLimitStoreConformance');
+    const testing = await load('bulwark/testing');
+    for (const name of ['rateLimitStoreConformance', 'chaos', 'chaosStore', 'faultProxy']) {
+      expect(testing, name).toHaveProperty(name);
+    }
+    expect(Object.keys(testing.chaos as object).sort()).toEqual(['behavior', 'fault', 'latency', 'outcome']);
     const http = await load('bulwark/http');
     for (const name of [
       'problemReply',

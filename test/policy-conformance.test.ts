@@ -29,6 +29,7 @@ import {
 } from '../src/index.js';
 import { loadShedder } from '../src/node/index.js';
 import {
+  chaos,
   type FakeClock,
   type PolicyFixture,
   type PolicyUnderTest,
@@ -214,6 +215,28 @@ const configurations: Record<string, (fixture: PolicyFixture) => PolicyUnderTest
   },
   'rateLimiter.all([...]).policy(key, { wait: true })': ({ clock }) => ({
     policy: combinedUnderTest(clock).policy('conformance', { wait: true, maxWaitMs: 1_000 }),
+    enforcesDeadline: false,
+  }),
+
+  // chaos (bulwark/testing): switched off by rate 0, or injecting harmlessly on every call
+  'chaos.fault({ rate: 0 })': ({ clock }) => ({
+    policy: chaos.fault({ rate: 0, error: new Error('injected'), clock }),
+    enforcesDeadline: false,
+  }),
+  'chaos.latency({ rate: 0 })': ({ clock }) => ({
+    policy: chaos.latency({ rate: 0, ms: 1_000, clock }),
+    enforcesDeadline: false,
+  }),
+  'chaos.outcome({ rate: 0 })': ({ clock }) => ({
+    policy: chaos.outcome({ rate: 0, value: 'injected', clock }),
+    enforcesDeadline: false,
+  }),
+  'chaos.behavior({ rate: 0 })': ({ clock }) => ({
+    policy: chaos.behavior({ rate: 0, run: () => {}, clock }),
+    enforcesDeadline: false,
+  }),
+  'chaos.behavior({ rate: 1 }) with a behavior that does nothing': ({ clock }) => ({
+    policy: chaos.behavior({ rate: 1, run: () => {}, clock }),
     enforcesDeadline: false,
   }),
 

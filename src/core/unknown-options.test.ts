@@ -29,7 +29,10 @@ import { retryBudget } from '../retry/budget.js';
 import { fallback } from '../retry/fallback.js';
 import { retry, retryAll, retryIf } from '../retry/retry.js';
 import { redisStores } from '../stores/redis/index.js';
+import { chaos } from '../testing/chaos.js';
+import { chaosStore } from '../testing/chaos-store.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { faultProxy } from '../testing/fault-proxy.js';
 import { timeout } from '../timeout/timeout.js';
 import { toProblem } from './http-status.js';
 
@@ -192,6 +195,17 @@ const rows: [string, () => unknown, string, string | null][] = [
     'headers',
   ],
   ['toProblem', () => toProblem(new Error('x'), { now: 1 } as never), 'now', 'nowMs'],
+  ['chaos.fault', () => chaos.fault({ rate: 1, error: {}, errors: {} } as never), 'errors', 'error'],
+  ['chaos.latency', () => chaos.latency({ rate: 1, latencyMs: 5 } as never), 'latencyMs', null],
+  ['chaos.outcome', () => chaos.outcome({ rate: 1, values: 1 } as never), 'values', 'value'],
+  ['chaos.behavior', () => chaos.behavior({ rate: 1, run() {}, enable: true } as never), 'enable', 'enabled'],
+  ['chaosStore', () => chaosStore({}, { rate: 1, method: [] } as never), 'method', 'methods'],
+  [
+    'faultProxy',
+    () => faultProxy({ target: { host: '127.0.0.1', port: 1 }, latency: 5 } as never),
+    'latency',
+    'latencyMs',
+  ],
 ];
 
 describe('unknown option keys', () => {

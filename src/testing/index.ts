@@ -1,10 +1,32 @@
 /**
- * `bulwark/testing`: deterministic time and randomness for tests of code that uses bulwark.
+ * `bulwark/testing`: deterministic time and randomness for tests of code that uses bulwark, chaos
+ * to inject into its policies and stores, a TCP fault proxy, and the conformance suites.
  */
 
 export { type CacheLayerFixture, cacheLayerConformance } from './cache-layer-conformance.js';
+export {
+  type ChaosBehaviorOptions,
+  type ChaosFaultOptions,
+  type ChaosLatencyOptions,
+  type ChaosOptions,
+  type ChaosOutcomeOptions,
+  type ChaosPolicy,
+  type ChaosStrategy,
+  type ChaosSwitch,
+  chaos,
+  type InjectedEvent,
+  type InjectionOptions,
+} from './chaos.js';
+export { type ChaosStoreMode, type ChaosStoreOptions, chaosStore } from './chaos-store.js';
 export type { ConformanceRunner } from './conformance-runner.js';
 export { FakeClock } from './fake-clock.js';
+export {
+  type FaultProxy,
+  type FaultProxyOptions,
+  faultProxy,
+  type ProxyCutOptions,
+  type ProxyDirection,
+} from './fault-proxy.js';
 export {
   type IdempotencyStoreFixture,
   idempotencyStoreConformance,

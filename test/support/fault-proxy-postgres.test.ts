@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { type FaultProxy, startFaultProxy } from './fault-proxy.js';
+import { type FaultProxy, faultProxy } from '../../src/testing/fault-proxy.js';
 import { usePostgres } from './services.js';
 
 const pg = await usePostgres();
@@ -19,7 +19,7 @@ pg.describe('fault proxy in front of real PostgreSQL (pg)', () => {
   let proxy: FaultProxy;
 
   beforeEach(async () => {
-    proxy = await startFaultProxy({ target: pg.target });
+    proxy = await faultProxy({ target: pg.target });
   });
   afterEach(async () => {
     await proxy.close();

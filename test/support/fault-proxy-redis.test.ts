@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { type FaultProxy, startFaultProxy } from './fault-proxy.js';
+import { type FaultProxy, faultProxy } from '../../src/testing/fault-proxy.js';
 import { useRedis } from './services.js';
 
 const redis = await useRedis();
@@ -26,7 +26,7 @@ redis.describe('fault proxy in front of real Redis (ioredis)', () => {
   let proxy: FaultProxy;
 
   beforeEach(async () => {
-    proxy = await startFaultProxy({ target: redis.target });
+    proxy = await faultProxy({ target: redis.target });
   });
   afterEach(async () => {
     await proxy.close();

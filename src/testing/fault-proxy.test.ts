@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type FaultProxy, startFaultProxy } from './fault-proxy.js';
+import { type FaultProxy, faultProxy } from './fault-proxy.js';
 
 /** A real TCP echo server on an ephemeral port, closed (with its sockets) after each test. */
 async function startEchoServer(): Promise<{
@@ -66,7 +66,7 @@ describe('fault proxy (against a local TCP echo server)', () => {
 
   beforeEach(async () => {
     echo = await startEchoServer();
-    proxy = await startFaultProxy({ target: { host: '127.0.0.1', port: echo.port } });
+    proxy = await faultProxy({ target: { host: '127.0.0.1', port: echo.port } });
   });
   afterEach(async () => {
     await proxy.close();
@@ -153,8 +153,32 @@ describe('fault proxy (against a local TCP echo server)', () => {
     expect(error.code).toBe('ECONNREFUSED');
   });
 
-  it('rejects invalid options and arguments', async () => {
-    await expect(startFaultProxy({ target: { host: '127.0.0.1', port: 0 } })).rejects.toThrow(TypeError);
+  it('starts with the latency of its options, in both directions', async () => {
+    const slow = await faultProxy({ target: { host: '127.0.0.1', port: echo.port }, latencyMs: 20 });
+    try {
+      const socket = await connect(slow.port);
+      socket.write('late');
+      expect(await receive(socket, 'late')).toBe('late');
+      socket.destroy();
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('rejects invalid options with a TypeError naming the option, and bad arguments', async () => {
+    await expect(faultProxy({ target: { host: '127.0.0.1', port: 0 } })).rejects.toThrow(
+      'expected "target" to be { host, port } (a port from 1 to 65535), got {"host":"127.0.0.1","port":0}',
+    );
+    await expect(faultProxy(undefined as never)).rejects.toThrow(TypeError);
+    await expect(
+      faultProxy({ target: { host: '127.0.0.1', port: echo.port }, latency: 5 } as never),
+    ).rejects.toThrow('unknown option "latency" in faultProxy options; did you mean "latencyMs"?');
+    await expect(
+      faultProxy({ target: { host: '127.0.0.1', port: echo.port }, latencyMs: -1 }),
+    ).rejects.toThrow(/"latencyMs"/);
+    await expect(faultProxy({ target: { host: '127.0.0.1', port: echo.port }, host: '' })).rejects.toThrow(
+      /"host"/,
+    );
     expect(() => proxy.setLatency(-1)).toThrow(/latencyMs/);
     expect(() => proxy.pause('sideways' as never)).toThrow(/direction/);
   });
