@@ -121,6 +121,7 @@ export type {
 } from './core/policy-events.js';
 export type { Random } from './core/random.js';
 export { parseRetryAfter, retryAfterOf } from './core/retry-after.js';
+export { type TelemetryOptions, telemetryOptions } from './core/telemetry.js';
 export { HedgeCanceledError, isHedgeCanceledError } from './hedge/errors.js';
 export {
   type HedgeEvent,

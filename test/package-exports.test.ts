@@ -118,6 +118,7 @@ describe('package exports', () => {
       'RateLimitedError',
       'isRateLimitedError',
       'memoryRateLimitStore',
+      'telemetryOptions',
     ]) {
       expect(main, name).toHaveProperty(name);
     }

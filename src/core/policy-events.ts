@@ -173,8 +173,7 @@ export class CallEvents<Reason extends string> {
   reject(reason: Reason, error: unknown): unknown {
     // Stryker disable next-line ConditionalExpression: (true) emit with no listener returns at once; only the event object is built for nothing
     if (this.refused.active) this.refused.emit({ policy: this.name, reason, error });
-    if (telemetry() !== undefined)
-      countEvent(refusalEvent(this.pattern, reason), this.pattern, this.name, error);
+    countEvent(refusalEvent(this.pattern, reason), this.pattern, this.name, error);
     return error;
   }
 

@@ -78,6 +78,13 @@ interface MetricsApi {
   getMeterProvider(): unknown;
   getMeter(name: string, version?: string): Meter;
 }
+interface Span {
+  addEvent(name: string, attributes?: Attributes): void;
+}
+interface OtelApi {
+  readonly metrics: MetricsApi;
+  readonly trace: { getActiveSpan(): Span | undefined };
+}
 
 /** The resolved instruments of the registered MeterProvider. */
 export interface Telemetry {
@@ -165,18 +172,57 @@ function resolve(provider: unknown): Telemetry | undefined {
   return instruments;
 }
 
-let api: MetricsApi | null | undefined;
+let api: OtelApi | null | undefined;
 
-/** `@opentelemetry/api`'s `metrics`, or undefined when the package is not installed. */
-function loadMetricsApi(): MetricsApi | undefined {
+/** `@opentelemetry/api`, or undefined when the package is not installed. */
+function loadApi(): OtelApi | undefined {
   if (api === undefined) {
     try {
-      api = (createRequire(import.meta.url)('@opentelemetry/api') as { metrics: MetricsApi }).metrics;
+      api = createRequire(import.meta.url)('@opentelemetry/api') as OtelApi;
     } catch {
       api = null;
     }
   }
   return api ?? undefined;
+}
+
+/** `@opentelemetry/api`'s `metrics`, or undefined when the package is not installed. */
+function loadMetricsApi(): MetricsApi | undefined {
+  return loadApi()?.metrics;
+}
+
+/** Options of {@link telemetryOptions}. */
+export interface TelemetryOptions {
+  /**
+   * Also record each event (retries, refusals — breaker, bulkhead, shed, rate limit —, hedges,
+   * lock losses, …) as an event on the active span (`bulwark.<event>`, with the same attributes as
+   * the counter, `error.type` included), for traces that show why a request was slow or refused.
+   * No span is ever started per call (that would cost every call). Needs an OpenTelemetry tracer
+   * provider and context manager registered by the application; without an active span nothing is
+   * recorded.
+   * @default false
+   */
+  readonly spanEvents?: boolean | undefined;
+}
+
+let spanEvents = false;
+
+/**
+ * Sets the process-wide telemetry options (today: `spanEvents`). Metrics need no option: they flow
+ * as soon as the application registers an OpenTelemetry MeterProvider. Throws a `TypeError` for
+ * an unknown option or a `spanEvents` that is not a boolean.
+ *
+ * @example
+ * telemetryOptions({ spanEvents: true }); // retries and refusals show on the request's span
+ */
+export function telemetryOptions(options: TelemetryOptions): void {
+  const { spanEvents: wanted, ...unknown } = options ?? ({} as TelemetryOptions);
+  const extra = Object.keys(unknown)[0];
+  if (extra !== undefined) throw new TypeError(`unknown telemetry option "${extra}" (known: spanEvents)`);
+  if (wanted !== undefined && typeof wanted !== 'boolean') {
+    throw new TypeError(`expected "spanEvents" to be a boolean, got ${typeof wanted}`);
+  }
+  spanEvents = wanted ?? false;
 }
 
 /**
@@ -193,13 +239,13 @@ export function errorType(error: unknown): string {
 
 /**
  * Counts `event` of `policy` (a policy of `pattern`) on `bulwark.events`, with `error.type` when
- * an error caused it. Does nothing while no MeterProvider is registered.
+ * an error caused it, and with `spanEvents` on records it on the active span. Does nothing while
+ * no MeterProvider is registered and span events are off.
  */
 export function countEvent(event: TelemetryEvent, pattern: string, policy: string, error?: unknown): void {
   const t = telemetry();
-  if (t === undefined) return;
-  t.events.add(
-    1,
+  if (t === undefined && !spanEvents) return;
+  const attributes: Attributes =
     error === undefined
       ? { 'bulwark.event': event, 'bulwark.pattern': pattern, 'bulwark.policy': policy }
       : {
@@ -207,6 +253,7 @@ export function countEvent(event: TelemetryEvent, pattern: string, policy: strin
           'bulwark.pattern': pattern,
           'bulwark.policy': policy,
           'error.type': errorType(error),
-        },
-  );
+        };
+  t?.events.add(1, attributes);
+  if (spanEvents) loadApi()?.trace.getActiveSpan()?.addEvent(`bulwark.${event}`, attributes);
 }
