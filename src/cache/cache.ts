@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
+import { countEvent } from '../core/telemetry.js';
 import { show } from '../core/validate.js';
 import { type SharedCallContext, SharedCalls } from '../sharing/shared-calls.js';
 import { type Fallback, LocalEntries } from './entries.js';
@@ -126,10 +127,12 @@ class Cache implements ReadThroughCache {
     const now = this.o.clock.now();
     const entry = this.l1.get(id, now);
     if (entry !== undefined && entry.staleAt > now) {
+      countEvent('cache_hit', 'cache', this.name);
       if (entry.refreshAt <= now)
         this.loads.run(id, (c) => this.fill(key, id, loader, ttlMs, c), undefined).catch(noop);
       return signal?.aborted ? Promise.reject(signal.reason) : Promise.resolve(entry.value as T);
     }
+    countEvent('cache_miss', 'cache', this.name);
     return this.loads.run(id, (c) => this.fill(key, id, loader, ttlMs, c), signal);
   }
 
@@ -198,6 +201,7 @@ class Cache implements ReadThroughCache {
         }
       }
       let value: T;
+      countEvent('load', 'cache', this.name);
       try {
         value = await loader(context);
       } catch (error) {

@@ -6,12 +6,13 @@
  */
 import { classify } from '../core/classify.js';
 import { isStoreUnavailableError, StoreUnavailableError } from '../core/errors.js';
-import { type Disposer, type Listener, Listeners } from '../core/events.js';
+import type { Disposer, Listener } from '../core/events.js';
 import { isPermanentKind } from '../core/kind.js';
 import { LeaseKeeper } from '../core/lease-keeper.js';
 import { PollingWait, type Watch } from '../core/polling-wait.js';
 import { storeKey } from '../core/validate.js';
 import { IdempotencyConflictError, IdempotencyInProgressError, LeaseLostError } from './errors.js';
+import { IdempotencyEvents } from './events.js';
 import { HandlerContext, type IdempotentHandler } from './handler.js';
 import { canonicalJson, sha256Hex } from './json-codec.js';
 import { memoryIdempotencyStore } from './memory-store.js';
@@ -87,20 +88,14 @@ export function fingerprintOf(value: unknown): Promise<string> {
 class IdempotencyImpl<Tx> implements Idempotency<Tx> {
   readonly name: string;
   private readonly store: IdempotencyStore<unknown>;
-  private readonly replayed = new Listeners<ReplayEvent>();
-  private readonly conflicted = new Listeners<ConflictEvent>();
-  private readonly leaseLost = new Listeners<LeaseLostEvent>();
-  private readonly storeFailed = new Listeners<IdempotencyStoreErrorEvent>();
+  private readonly events: IdempotencyEvents;
   private readonly watch: Watch | undefined; // the store's, bound
 
   constructor(private readonly o: ReadIdempotencyOptions) {
     this.name = o.name;
     this.store = o.store ?? memoryIdempotencyStore({ clock: o.clock });
     this.watch = this.store.watch?.bind(this.store);
-    if (o.onReplay) this.replayed.add(o.onReplay);
-    if (o.onConflict) this.conflicted.add(o.onConflict);
-    if (o.onLeaseLost) this.leaseLost.add(o.onLeaseLost);
-    if (o.onStoreError) this.storeFailed.add(o.onStoreError);
+    this.events = new IdempotencyEvents(o);
   }
 
   async execute<T>(
@@ -138,17 +133,14 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
             }
             return { value: await this.runOwned(key, claim.token, sentAt, handler, signal), replayed: false };
           case 'completed':
-            // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
-            if (this.replayed.active) this.replayed.emit({ policy: this.name, key });
-            return { value: this.replay<T>(claim.result), replayed: true };
+            this.events.replay(key);
+            return { value: readRecord(claim.result) as T, replayed: true };
           case 'mismatch':
-            // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
-            if (this.conflicted.active) this.conflicted.emit({ policy: this.name, key });
-            throw new IdempotencyConflictError(key);
+            throw this.events.conflict(key, new IdempotencyConflictError(key), true);
           default: {
-            if (!this.o.wait) throw new IdempotencyInProgressError(key, claim.retryAfterMs);
+            if (!this.o.wait) throw this.inProgress(key, claim.retryAfterMs);
             wait ??= new PollingWait(this.watch, key, this.o.clock, this.o.clock.now() + this.o.maxWaitMs);
-            if (wait.remaining() === 0) throw new IdempotencyInProgressError(key, claim.retryAfterMs);
+            if (wait.remaining() === 0) throw this.inProgress(key, claim.retryAfterMs);
             await wait.next(claim.retryAfterMs, signal);
           }
         }
@@ -186,10 +178,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
       signal,
       renew: () => this.store.renew(key, token, this.o.leaseMs),
       lostError: (cause) => new LeaseLostError(key, cause),
-      onLost: (reason) => {
-        // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
-        if (this.leaseLost.active) this.leaseLost.emit({ policy: this.name, key, reason });
-      },
+      onLost: (reason) => this.events.lost(key, reason),
     });
     let value: T;
     try {
@@ -218,7 +207,7 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
     } catch (error) {
       // The work is done and its result is correct: return it. The key stays claimed until its
       // lease ends; a retry after that runs the handler again (docs/idempotency.md).
-      this.reportStoreError(key, 'complete', error);
+      this.events.storeError(key, 'complete', error);
       return value;
     }
     if (!stored) {
@@ -256,30 +245,26 @@ class IdempotencyImpl<Tx> implements Idempotency<Tx> {
       else await this.store.release(key, token);
     } catch (storeError) {
       // Never mask the handler's own error with the store's.
-      this.reportStoreError(key, keep ? 'complete' : 'release', storeError);
+      this.events.storeError(key, keep ? 'complete' : 'release', storeError);
     }
   }
 
-  private replay<T>(result: string): T {
-    return readRecord(result) as T;
-  }
-
-  private reportStoreError(key: string, operation: 'complete' | 'release', error: unknown): void {
-    // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
-    if (this.storeFailed.active) this.storeFailed.emit({ policy: this.name, key, operation, error });
+  /** A duplicate refused while the first request is in progress: counted, returned to throw. */
+  private inProgress(key: string, retryAfterMs: number): Error {
+    return this.events.conflict(key, new IdempotencyInProgressError(key, retryAfterMs), false);
   }
 
   onReplay(listener: Listener<ReplayEvent>): Disposer {
-    return this.replayed.add(listener);
+    return this.events.replayed.add(listener);
   }
   onConflict(listener: Listener<ConflictEvent>): Disposer {
-    return this.conflicted.add(listener);
+    return this.events.conflicted.add(listener);
   }
   onLeaseLost(listener: Listener<LeaseLostEvent>): Disposer {
-    return this.leaseLost.add(listener);
+    return this.events.leaseLost.add(listener);
   }
   onStoreError(listener: Listener<IdempotencyStoreErrorEvent>): Disposer {
-    return this.storeFailed.add(listener);
+    return this.events.storeFailed.add(listener);
   }
 }
 

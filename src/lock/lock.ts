@@ -9,8 +9,9 @@ import { randomUUID } from 'node:crypto';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { driftMarginMs, LeaseKeeper } from '../core/lease-keeper.js';
 import { FIRST_POLL_MS, PollingWait, type Watch } from '../core/polling-wait.js';
+import { countEvent } from '../core/telemetry.js';
 import { show, storeKey } from '../core/validate.js';
-import { LockLostError, LockNotAcquiredError } from './errors.js';
+import { isStaleFenceError, LockLostError, LockNotAcquiredError } from './errors.js';
 import { type Held, HeldContext, type LockContext, type MultiLockContext } from './held.js';
 import { memoryLockStore } from './memory-store.js';
 import {
@@ -183,6 +184,7 @@ class DistributedLockImpl implements DistributedLock {
             throw o.signal.reason;
           }
           const held = this.hold(key, owner, lease.fence, sentAt, o);
+          countEvent('lock_acquired', 'lock', this.name);
           // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
           if (this.acquired.active)
             this.acquired.emit({
@@ -217,6 +219,7 @@ class DistributedLockImpl implements DistributedLock {
       renew: () => this.store.renew(key, owner, o.ttlMs),
       lostError: (cause) => new LockLostError(key, cause),
       onLost: (reason, error) => {
+        countEvent('lock_lost', 'lock', this.name, error);
         // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
         if (this.lostLocks.active) this.lostLocks.emit({ policy: this.name, key, reason, error });
       },
@@ -224,7 +227,7 @@ class DistributedLockImpl implements DistributedLock {
     return { key, fence, keeper };
   }
 
-  /** Runs `run` with every key held; stops renewing and releases on exit. */
+  /** Runs `run` with every key held (counting a stale fenced write it threw); stops renewing, releases. */
   private async runHeld<T>(held: readonly Held[], owner: string, run: () => T | Promise<T>): Promise<T> {
     let value: T;
     try {
@@ -232,6 +235,7 @@ class DistributedLockImpl implements DistributedLock {
       for (const h of held) if (h.keeper.aborted) throw h.keeper.signal.reason;
       value = await run();
     } catch (error) {
+      if (isStaleFenceError(error)) countEvent('stale_fence', 'lock', this.name, error);
       await this.finish(held, owner);
       const lost = lostOf(held);
       throw lost === undefined ? error : lost.keeper.error(error);

@@ -10,6 +10,7 @@ import type { TimerHandle } from '../core/clock.js';
 import { TimeoutError } from '../core/errors.js';
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import { driftMarginMs } from '../core/lease-keeper.js';
+import { countEvent } from '../core/telemetry.js';
 import { isOutboxPublishError } from './errors.js';
 import {
   type DeadLetteredEvent,
@@ -176,6 +177,8 @@ class OutboxRelayImpl implements OutboxRelay {
   private async deliver(owner: string, batch: readonly OutboxMessage[]): Promise<void> {
     const failures = await this.publish(batch);
     const confirmed = batch.filter((m) => !failures.has(m.id)).map((m) => m.id);
+    // Counted once confirmed: an event whose mark fails is published, and counted, again.
+    for (let i = 0; i < confirmed.length; i++) countEvent('delivered', 'outbox', this.name);
     if (confirmed.length > 0) {
       try {
         const marked = await this.o.outbox.delivered(owner, confirmed);
@@ -205,6 +208,7 @@ class OutboxRelayImpl implements OutboxRelay {
     const dead = attempts >= this.o.maxAttempts;
     const retryInMs = dead ? 0 : Math.max(0, Math.round(this.o.backoff(attempts)));
     if (dead) {
+      countEvent('dead_lettered', 'outbox', this.name, error);
       // Stryker disable next-line ConditionalExpression: (true) as above
       if (this.deadLetters.active)
         this.deadLetters.emit({ policy: this.name, id: message.id, error, attempts });

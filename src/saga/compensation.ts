@@ -7,6 +7,7 @@ import type { Clock } from '../core/clock.js';
 import { Listeners } from '../core/events.js';
 import { pipeline } from '../core/pipeline.js';
 import type { Policy } from '../core/policy.js';
+import { countEvent } from '../core/telemetry.js';
 import { exponentialJitter } from '../retry/backoff.js';
 import { retryAll } from '../retry/retry.js';
 import { timeout } from '../timeout/timeout.js';
@@ -77,6 +78,7 @@ export class Compensator {
       try {
         await this.policy.execute(({ signal }) => run({ input, output, signal, idempotencyKey, sagaId }));
         compensated.push(step.name);
+        countEvent('compensated', 'saga', this.name);
         await journal?.note({ step: step.name, position, state: 'compensated' });
         // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
         if (this.events.compensations.active)
