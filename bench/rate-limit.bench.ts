@@ -12,11 +12,16 @@
  *   up to 32 at concurrency 64), `RateLimiterRedis`, and a raw `EVALSHA` of `return 1` per
  *   operation (the round-trip ceiling of one call per decision). Allowed path: our blocked-key
  *   memory would answer refusals without Redis, which would not compare round trips.
+ * - Redis Cluster (when `redis-server` and `redis-cli` are installed): a local cluster of the
+ *   bench's own (3 masters, 3 replicas, stopped at the end), the same ours vs `RateLimiterRedis`
+ *   cases through one ioredis `Cluster` client, ours coalescing a tick's decisions per hash slot;
+ *   the ratio printed beside the standalone one.
  */
 import { rateLimiter } from 'bulwark';
 import { redisStores } from 'bulwark/redis';
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
+import { clusterToolsInstalled, launchRedisCluster } from '../test/support/redis-cluster-nodes.js';
 import { deleteKeys } from './servers.js';
 import { type Case, interleavedThroughput, machine, measureAll, ns, table } from './support.js';
 
@@ -80,8 +85,16 @@ interface RedisRow {
   readonly perSecond: [number, number];
 }
 
-async function redisRows(client: Redis): Promise<RedisRow[]> {
-  const prefix = `bench:${process.pid}:`;
+interface RedisCase {
+  readonly name: string;
+  readonly op: (n: number) => Promise<unknown>;
+}
+
+/**
+ * Ours (GCRA, the store deadline on) and `RateLimiterRedis` on `client`, over 1 000 keys
+ * round-robin; `where` ends their names.
+ */
+function limiterCases(client: Redis | Cluster, prefix: string, where: string): RedisCase[] {
   const ours = rateLimiter({
     limit: 1_000_000,
     periodMs: 1_000,
@@ -94,12 +107,34 @@ async function redisRows(client: Redis): Promise<RedisRow[]> {
     points: 1_000_000_000,
     duration: 3_600,
   });
+  const benchKeys = keys.slice(0, 1_000);
+  return [
+    { name: `bulwark take (Redis store${where}, GCRA)`, op: (n) => ours.take(benchKeys[n % 1_000]!) },
+    { name: `RateLimiterRedis consume${where}`, op: (n) => peer.consume(benchKeys[n % 1_000]!) },
+  ];
+}
+
+/** Decisions per second of each case at concurrency 1 and 64. */
+async function measureRedis(cases: readonly RedisCase[]): Promise<RedisRow[]> {
+  // Interleaved in slices, so that the machine's drift (a shared VM) hits every case alike.
+  const ops = cases.map((c) => c.op);
+  const byConcurrency: number[][] = [];
+  for (const concurrency of [1, 64]) {
+    await interleavedThroughput(ops, concurrency, 1, 150); // warm-up
+    byConcurrency.push(await interleavedThroughput(ops, concurrency, 5, 400));
+  }
+  return cases.map((c, i) => ({
+    name: c.name,
+    perSecond: [byConcurrency[0]![i]!, byConcurrency[1]![i]!],
+  }));
+}
+
+async function redisRows(client: Redis): Promise<RedisRow[]> {
+  const prefix = `bench:${process.pid}:`;
   const trivial = 'return 1';
   const sha = (await client.script('LOAD', trivial)) as string;
-  const benchKeys = keys.slice(0, 1_000);
-  const cases: { name: string; op: (n: number) => Promise<unknown> }[] = [
-    { name: 'bulwark take (Redis store, GCRA)', op: (n) => ours.take(benchKeys[n % 1_000]!) },
-    { name: 'RateLimiterRedis consume', op: (n) => peer.consume(benchKeys[n % 1_000]!) },
+  const rows = await measureRedis([
+    ...limiterCases(client, prefix, ''),
     {
       name: 'raw EVALSHA of `return 1`',
       // NOSCRIPT (another process flushed scripts) reloads, so the ceiling stays measurable.
@@ -108,20 +143,35 @@ async function redisRows(client: Redis): Promise<RedisRow[]> {
           await client.script('LOAD', trivial);
         }),
     },
-  ];
-  // Interleaved in slices, so that the machine's drift (a shared VM) hits every case alike.
-  const ops = cases.map((c) => c.op);
-  const byConcurrency: number[][] = [];
-  for (const concurrency of [1, 64]) {
-    await interleavedThroughput(ops, concurrency, 1, 150); // warm-up
-    byConcurrency.push(await interleavedThroughput(ops, concurrency, 5, 400));
-  }
+  ]);
   await deleteKeys(client, prefix);
-  return cases.map((c, i) => ({
-    name: c.name,
-    perSecond: [byConcurrency[0]![i]!, byConcurrency[1]![i]!],
-  }));
+  return rows;
 }
+
+/**
+ * The cases on a local Redis Cluster of the bench's own, stopped after; undefined when
+ * `redis-server` or `redis-cli` is not installed.
+ */
+async function clusterRows(): Promise<RedisRow[] | undefined> {
+  if (!clusterToolsInstalled) return undefined;
+  const cluster = await launchRedisCluster();
+  try {
+    return await measureRedis(limiterCases(cluster.client(), 'bench:', ' on a Cluster'));
+  } finally {
+    cluster.stop();
+  }
+}
+
+/** The ours ÷ peer ratio of two rows at concurrency 1 and 64. */
+const ratios = (ours: RedisRow, peer: RedisRow) =>
+  [0, 1].map((at) => (ours.perSecond[at]! / peer.perSecond[at]!).toFixed(2));
+
+/** The table of rows: decisions per second at concurrency 1 and 64. */
+const rowTable = (rows: readonly RedisRow[]) =>
+  table(
+    ['case', 'concurrency 1', 'concurrency 64'],
+    rows.map((r) => [r.name, kPerSecond(r.perSecond[0]), kPerSecond(r.perSecond[1])]),
+  );
 
 const perSecond = (avgNs: number) => `${(1e9 / avgNs / 1e6).toFixed(2)} M/s`;
 const kPerSecond = (value: number) => `${(value / 1_000).toFixed(1)} k/s`;
@@ -169,6 +219,7 @@ export default async function rateLimitBench(): Promise<string> {
   );
 
   let redisSection: string;
+  let standaloneRatios = ['—', '—'];
   const url = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1_000 });
   client.on('error', noop);
@@ -176,35 +227,41 @@ export default async function rateLimitBench(): Promise<string> {
     await client.connect();
     const rows = await redisRows(client);
     const [ours, peer, raw] = rows as [RedisRow, RedisRow, RedisRow];
-    const redisTable = table(
-      ['case', 'concurrency 1', 'concurrency 64'],
-      rows.map((r) => [r.name, kPerSecond(r.perSecond[0]), kPerSecond(r.perSecond[1])]),
-    );
+    standaloneRatios = ratios(ours, peer);
     const redisRatios = table(
       ['Redis (decisions/s)', 'concurrency 1', 'concurrency 64', 'target'],
       [
-        [
-          'ours ÷ RateLimiterRedis',
-          (ours.perSecond[0] / peer.perSecond[0]).toFixed(2),
-          (ours.perSecond[1] / peer.perSecond[1]).toFixed(2),
-          '≥ 1',
-        ],
-        [
-          'ours ÷ raw EVALSHA',
-          (ours.perSecond[0] / raw.perSecond[0]).toFixed(2),
-          (ours.perSecond[1] / raw.perSecond[1]).toFixed(2),
-          '≥ 0.8 at 64',
-        ],
+        ['ours ÷ RateLimiterRedis', ...standaloneRatios, '≥ 1'],
+        ['ours ÷ raw EVALSHA', ...ratios(ours, raw), '≥ 0.8 at 64'],
       ],
     );
-    redisSection = `${redisTable}\n\n${redisRatios}`;
+    redisSection = `${rowTable(rows)}\n\n${redisRatios}`;
   } catch (error) {
     redisSection = `Redis at ${url} unavailable (${(error as Error).message}): Redis cases skipped.`;
   } finally {
     client.disconnect();
   }
 
-  const report = `### Rate limiting\n\n${machine()}\n\nIn memory:\n\n${memoryTable}\n\n${memoryRatios}\n\nRedis (allowed path, keys round-robin over 1 000):\n\n${redisSection}\n`;
+  let clusterSection: string;
+  try {
+    const rows = await clusterRows();
+    if (rows === undefined) {
+      clusterSection = 'redis-server or redis-cli not installed: Redis Cluster cases skipped.';
+    } else {
+      const clusterRatios = table(
+        ['ours ÷ RateLimiterRedis (decisions/s)', 'concurrency 1', 'concurrency 64', 'target'],
+        [
+          ['Redis Cluster', ...ratios(rows[0]!, rows[1]!), '≥ 1'],
+          ['standalone Redis (above)', ...standaloneRatios, '≥ 1'],
+        ],
+      );
+      clusterSection = `${rowTable(rows)}\n\n${clusterRatios}`;
+    }
+  } catch (error) {
+    clusterSection = `the local Redis Cluster failed (${(error as Error).message}): Redis Cluster cases skipped.`;
+  }
+
+  const report = `### Rate limiting\n\n${machine()}\n\nIn memory:\n\n${memoryTable}\n\n${memoryRatios}\n\nRedis (allowed path, keys round-robin over 1 000):\n\n${redisSection}\n\nRedis Cluster (local, 3 masters and 3 replicas on this machine; allowed path, keys round-robin over 1 000):\n\n${clusterSection}\n`;
   console.log(report);
   return report;
 }

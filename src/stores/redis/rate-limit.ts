@@ -5,21 +5,14 @@ import type {
   RateLimitStore,
 } from '../../rate-limit/store.js';
 import type { StoreDeadline } from './deadline.js';
-import { redisKey } from './keys.js';
+import { taggedKey } from './keys.js';
+import { bySlot, type KeyPrefixOptions, MAX_BATCH, slotPrefixOf } from './rate-limit-batches.js';
 import { type Compiled, type Group, Pending, resultOf } from './rate-limit-pending.js';
 import { type AlgorithmScripts, rateLimitAllScript, rateLimitScripts } from './rate-limit-scripts.js';
 import { RedisScript, type ScriptClient } from './script.js';
 import { ScriptRunner } from './script-runner.js';
 
-/**
- * Most decisions in one batch script call. A script blocks Redis for its whole run (every other
- * client waits), so a batch must stay short: 32 GCRA decisions run ~0.3 ms on the server (a sliding
- * window of 10 buckets ~3× that). Beyond ~16–32 keys the fixed cost of a call is already amortised
- * (measured with `INFO commandstats`: ~13.5 µs of server time for one key alone, ~8.4 µs per key in
- * a batch of 32, ~8.2 µs in one of 64), and more, smaller calls keep several in flight, so the
- * client prepares the next batch while Redis runs the current one.
- */
-export const MAX_BATCH = 32;
+export { MAX_BATCH } from './rate-limit-batches.js';
 
 type Scripts = { readonly [K in keyof AlgorithmScripts]: RedisScript };
 
@@ -45,8 +38,13 @@ const allScript = new RedisScript(rateLimitAllScript);
 export interface RateLimitRedisClient extends ScriptClient {
   del(...keys: string[]): Promise<number>;
   readonly status?: string | undefined;
-  /** True for an ioredis `Cluster`: its decisions are never batched (keys of different slots). */
+  /**
+   * True for an ioredis `Cluster`: all keys of one script call must share a hash slot there, so its
+   * decisions are batched per slot.
+   */
   readonly isCluster?: boolean | undefined;
+  /** The client's options: a `keyPrefix` there is part of every key sent, so of its slot. */
+  readonly options?: KeyPrefixOptions | undefined;
 }
 
 /**
@@ -57,10 +55,13 @@ export interface RateLimitRedisClient extends ScriptClient {
  * 100 ms) and fails with `StoreUnavailableError`; the limiter's `storeFailure` mode decides what
  * that means.
  *
- * Decisions made in the same tick are coalesced (on a standalone client, not a Cluster): they are
- * queued, and a microtask sends them as one script call per rule of up to {@link MAX_BATCH} keys,
- * decided in order on the server; a decision alone in its tick is one single-key call. Each
- * decision keeps its own deadline.
+ * Decisions made in the same tick are coalesced: they are queued, and a microtask sends them as one
+ * script call per rule group of up to {@link MAX_BATCH} keys, decided in order on the server; a
+ * decision alone in its call is one single-key call. On a Redis Cluster a call's keys must share a
+ * hash slot, so there a group's decisions are first split by the slot of their key (with the
+ * client's `keyPrefix`, as Redis computes it); a standalone client never computes a slot. Each
+ * decision keeps its own deadline, and a Redis error on one key (`WRONGTYPE`) fails that decision
+ * only.
  *
  * Quota control (`adjust`, `block`) and combined limits (`takeAll`) are one script call each, sent
  * after the decisions already queued in the tick. A block lives in the key's own value, so a take
@@ -77,7 +78,8 @@ export class RedisRateLimitStore implements RateLimitStore {
   /** Groups with pending decisions, in the order of their first one. */
   private dirty: Group[] = [];
   private scheduled = false;
-  private readonly batching: boolean;
+  /** On a Cluster, the client's `keyPrefix` (`''` if none): the slot is of it + the key. */
+  private readonly slotPrefix: string | undefined;
   private readonly runner: ScriptRunner;
 
   /** Use `redisStores(client, options).rateLimit`. */
@@ -86,7 +88,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     private readonly prefix: string,
     private readonly deadline: StoreDeadline,
   ) {
-    this.batching = client.isCluster !== true;
+    this.slotPrefix = slotPrefixOf(client);
     this.runner = new ScriptRunner(client, deadline);
   }
 
@@ -183,10 +185,6 @@ export class RedisRateLimitStore implements RateLimitStore {
       if (ticket === undefined) return;
       const pending = new Pending(target, cost, ticket, resolve, reject);
       const group = c.group;
-      if (!this.batching) {
-        this.sendOne(group, pending);
-        return;
-      }
       // Stryker disable next-line ConditionalExpression: (true) a group listed twice is flushed once: the second time its pending list is already empty
       if (group.pending.length === 0) this.dirty.push(group);
       group.pending.push(pending);
@@ -199,7 +197,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     });
   }
 
-  /** Sends every pending decision: one call per group and {@link MAX_BATCH} decisions. */
+  /** Sends every pending decision: one call per group (and slot, on a Cluster) and MAX_BATCH decisions. */
   private readonly flush = (): void => {
     this.scheduled = false;
     const groups = this.dirty;
@@ -210,14 +208,20 @@ export class RedisRateLimitStore implements RateLimitStore {
       // A decision whose deadline already passed is not sent.
       const pending = group.pending.filter((p) => !p.ticket.settled);
       group.pending = [];
-      for (let start = 0; start < pending.length; start += MAX_BATCH) {
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: the slice of a list of at most MAX_BATCH is the same decisions; this only saves the copy
-        const chunk = pending.length <= MAX_BATCH ? pending : pending.slice(start, start + MAX_BATCH);
-        if (chunk.length === 1) this.sendOne(group, chunk[0]!);
-        else this.sendBatch(group, chunk);
-      }
+      if (this.slotPrefix === undefined) this.sendRuns(group, pending);
+      else for (const same of bySlot(pending, this.slotPrefix)) this.sendRuns(group, same);
     }
   };
+
+  /** Sends `pending` (decisions of one group and slot) in calls of up to {@link MAX_BATCH}, in order. */
+  private sendRuns(group: Group, pending: readonly Pending[]): void {
+    for (let start = 0; start < pending.length; start += MAX_BATCH) {
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: the slice of a list of at most MAX_BATCH is the same decisions; this only saves the copy
+      const chunk = pending.length <= MAX_BATCH ? pending : pending.slice(start, start + MAX_BATCH);
+      if (chunk.length === 1) this.sendOne(group, chunk[0]!);
+      else this.sendBatch(group, chunk);
+    }
+  }
 
   /** One decision alone: the single-key script. */
   private sendOne(group: Group, pending: Pending): void {
@@ -280,16 +284,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 }
 
-/**
- * The Redis key of `key` under `keyHead` (`<prefix>rl:<name>:{`): `<keyHead><key>}`, the user's
- * key its own hash tag. A key starting with `}` would make that tag empty, and Redis Cluster would
- * then hash each whole key, so the keys of one `takeAll` (same user key, several limiter names)
- * could land in different slots: such a key, and one starting with NUL (to keep the mapping
- * one-to-one), gets a NUL in front. Throws a `TypeError` for a key that is not a non-empty,
- * well-formed string.
- */
+/** The Redis key of `key` under `keyHead` (`<prefix>rl:<name>:{`): see {@link taggedKey}. */
 function stateKey(keyHead: string, key: string): string {
-  const plain = redisKey(keyHead, key);
-  const first = key.charCodeAt(0);
-  return first === 0x7d || first === 0 ? `${keyHead}\u0000${key}}` : plain;
+  return taggedKey(keyHead, key);
 }

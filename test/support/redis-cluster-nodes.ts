@@ -1,0 +1,190 @@
+/**
+ * A local Redis Cluster of its own for a test file or a benchmark: 3 masters and 3 replicas, each a
+ * `redis-server` on free ports (its cluster bus on another, `--cluster-port`), created with
+ * `redis-cli --cluster create`, kept in a temporary directory. The shared Redis on 6379 is never
+ * touched. Ready once every node reports `cluster_state:ok` and every replica
+ * `master_link_status:up` (a replica that has not finished its first sync is never promoted).
+ * No test runner here: test/support/redis-cluster.ts adds the vitest hooks and gating.
+ */
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Cluster, type ClusterOptions, Redis } from 'ioredis';
+import { freePort } from './free-port.js';
+
+const run = promisify(execFile);
+
+/** One node of the cluster. */
+export interface ClusterNode {
+  readonly port: number;
+  /** Its process; `kill('SIGKILL')` it to fail the node over. */
+  readonly process: ChildProcess;
+}
+
+/** A running local cluster, from {@link launchRedisCluster}. */
+export interface LocalCluster {
+  readonly nodes: readonly ClusterNode[];
+  /** `{ host, port }` of every node: what `new Cluster(...)` takes. */
+  readonly startupNodes: readonly { host: string; port: number }[];
+  /** A new Cluster client (disconnected by {@link LocalCluster.stop}). */
+  client(options?: ClusterOptions): Cluster;
+  /** A plain client of one node (disconnected by {@link LocalCluster.stop}). */
+  node(port: number): Redis;
+  /** The ports of the current masters, each with the slot ranges it serves. */
+  masters(): Promise<{ port: number; slots: [number, number][] }[]>;
+  /** Resolves once the cluster is `ok` on every live node and every live replica is in sync. */
+  ready(timeoutMs?: number): Promise<void>;
+  /** Disconnects every client made here, kills every node and removes the cluster's files. Idempotent. */
+  stop(): void;
+}
+
+/** Whether `redis-server` and `redis-cli` can be run here. */
+export const clusterToolsInstalled: boolean = ['redis-server', 'redis-cli'].every(
+  (tool) => spawnSync(tool, ['--version'], { stdio: 'ignore' }).status === 0,
+);
+
+/**
+ * Starts a cluster and resolves once it is ready; `stop()` it when done (it is also stopped when
+ * the process exits). Rejects, with every node already stopped, when `redis-cli` cannot create the
+ * cluster or it is not ready within 30 s. Check {@link clusterToolsInstalled} first.
+ */
+export async function launchRedisCluster(): Promise<LocalCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'bulwark-cluster-'));
+  const nodes: ClusterNode[] = [];
+  const clients: (Redis | Cluster)[] = [];
+  const stop = (): void => {
+    process.off('exit', stop);
+    for (const client of clients) client.disconnect();
+    for (const node of nodes) node.process.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  // Also if the process ends without calling stop (a crash, a test worker's timeout): never leave
+  // nodes behind.
+  process.once('exit', stop);
+  try {
+    return await launch(dir, nodes, clients, stop);
+  } catch (error) {
+    stop();
+    throw error;
+  }
+}
+
+/** Starts the nodes into `nodes`, makes them a cluster, and resolves once it is ready. */
+async function launch(
+  dir: string,
+  nodes: ClusterNode[],
+  clients: (Redis | Cluster)[],
+  stop: () => void,
+): Promise<LocalCluster> {
+  for (let i = 0; i < 6; i++) {
+    const port = await freePort();
+    const bus = await freePort();
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--cluster-port',
+        String(bus),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        '1000',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ],
+      { stdio: 'ignore' },
+    );
+    nodes.push({ port, process: child });
+  }
+  const node = (port: number): Redis => {
+    const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+    client.on('error', () => {});
+    clients.push(client);
+    return client;
+  };
+  const admins = new Map(nodes.map(({ port }) => [port, node(port)]));
+  await waitFor(
+    async () => (await Promise.all([...admins.values()].map((c) => c.ping()))).length === 6,
+    10_000,
+  );
+  await run('redis-cli', [
+    '--cluster',
+    'create',
+    ...nodes.map(({ port }) => `127.0.0.1:${port}`),
+    '--cluster-replicas',
+    '1',
+    '--cluster-yes',
+  ]);
+  const live = () => nodes.filter((n) => n.process.exitCode === null && n.process.signalCode === null);
+  const cluster: LocalCluster = {
+    nodes,
+    stop,
+    startupNodes: nodes.map(({ port }) => ({ host: '127.0.0.1', port })),
+    client(options) {
+      const client = new Cluster(cluster.startupNodes as { host: string; port: number }[], options);
+      client.on('error', () => {});
+      clients.push(client);
+      return client;
+    },
+    node,
+    async masters() {
+      for (const { port } of live()) {
+        try {
+          const slots = (await admins.get(port)!.cluster('SLOTS')) as unknown as [
+            number,
+            number,
+            [string, number],
+          ][];
+          const byPort = new Map<number, [number, number][]>();
+          for (const [from, to, [, masterPort]] of slots) {
+            byPort.set(masterPort, [...(byPort.get(masterPort) ?? []), [from, to]]);
+          }
+          return [...byPort].map(([masterPort, ranges]) => ({ port: masterPort, slots: ranges }));
+        } catch {
+          // that node is down or not ready: ask the next
+        }
+      }
+      throw new Error('no node of the cluster answers CLUSTER SLOTS');
+    },
+    async ready(timeoutMs = 30_000) {
+      await waitFor(async () => {
+        for (const { port } of live()) {
+          const admin = admins.get(port)!;
+          if (!String(await admin.cluster('INFO')).includes('cluster_state:ok')) return false;
+          const replication = await admin.info('replication');
+          if (replication.includes('role:slave') && !replication.includes('master_link_status:up'))
+            return false;
+        }
+        return true;
+      }, timeoutMs);
+    },
+  };
+  await cluster.ready();
+  return cluster;
+}
+
+/** Polls `check` every 100 ms until it resolves true; throws after `timeoutMs`. */
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {
+      // not yet
+    }
+    if (Date.now() - started > timeoutMs)
+      throw new Error(`the local Redis Cluster was not ready in ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
