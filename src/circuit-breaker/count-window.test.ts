@@ -102,6 +102,40 @@ describe.each(ways)('circuitBreaker count window (via %s)', (_name, wrap) => {
     expect(breaker.state).toBe('open');
   });
 
+  it("a refused call's place reports no latency: not the one of the call it pushed out", async () => {
+    const { clock, breaker } = setup({
+      window: { type: 'count', size: 3 },
+      failureThreshold: 1,
+      trackLatency: true,
+    });
+    const policy = wrap(breaker);
+    const call = async (ms: number, error?: unknown) => {
+      const done = policy
+        .execute(async () => {
+          await clock.sleep(ms);
+          if (error !== undefined) throw error;
+          return 'ok';
+        })
+        .catch(() => {});
+      await clock.advance(ms);
+      return done;
+    };
+    await call(50);
+    await call(60);
+    await call(10, down()); // opens it
+    await call(0); // refused: takes the place of the 50 ms call
+    await clock.advance(100);
+    await call(20, down()); // the probe fails: takes the place of the 60 ms call
+    expect(breaker.stats()).toEqual({
+      successes: 0,
+      failures: 2,
+      timeouts: 0,
+      slowCalls: 0,
+      rejections: 1,
+      latencyMs: { p50: 10, p90: 20, p99: 20, max: 20 },
+    });
+  });
+
   it('records calls without reading the clock (untimed: no call timeout, slow-call rule or latency)', async () => {
     const { clock, breaker } = setup({
       window: { type: 'count', size: 10 },

@@ -141,6 +141,29 @@ describe.each(ways)('circuitBreaker half-open sampling (via %s)', (_name, wrap) 
     expect(breaker.state).toBe('closed');
   });
 
+  it("a new half-open period starts afresh: the last one's outcomes and running probes take no place", async () => {
+    const { clock, breaker, call } = await halfOpenable(wrap, sampling);
+    expect(await call(() => 'ok')).toMatchObject({ ok: true });
+    const late = held();
+    const lateCall = call(late.op);
+    await call(() => Promise.reject(down()));
+    await call(() => Promise.reject(down()));
+    expect(breaker.state).toBe('open'); // 2 of 4 failed: re-opened with a probe still running
+    late.settle(); // ends under the old period: says nothing now
+    await lateCall;
+    await clock.advance(100);
+    const probes = Array.from({ length: 4 }, held);
+    const running = probes.map((p) => call(p.op));
+    expect(probes.every((p) => p.started())).toBe(true); // all 4 places are free again
+    expect(await call(() => 'fifth')).toMatchObject({ ok: false, error: { state: 'half-open' } });
+    probes[0]!.settle(down()); // one failure of this period: 3 of 4 can still succeed
+    await running[0];
+    expect(breaker.state).toBe('half-open');
+    for (const p of probes.slice(1)) p.settle();
+    await Promise.all(running);
+    expect(breaker.state).toBe('closed');
+  });
+
   it('without halfOpenSuccessRate the first probe failure re-opens it, as before', async () => {
     const { breaker, call } = await halfOpenable(wrap, { halfOpenProbes: 4, successThreshold: 3 });
     await call(() => 'ok');

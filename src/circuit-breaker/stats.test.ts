@@ -126,6 +126,19 @@ describe.each(ways)('circuitBreaker stats() (via %s)', (_name, wrap) => {
     expect(breaker.stats()).toEqual(empty);
   });
 
+  it('a time window keeps a call that ended on the first instant of its oldest bucket, latency with it', async () => {
+    const { clock, breaker } = setup({ window: { type: 'time', sizeMs: 1_000 }, trackLatency: true });
+    await call(clock, wrap(breaker), 100); // ends at 100: the first instant of bucket 1
+    await clock.advance(900); // 1,000: bucket 10; buckets 1–10 remain
+    expect(breaker.stats()).toEqual({
+      ...empty,
+      successes: 1,
+      latencyMs: { p50: 100, p90: 100, p99: 100, max: 100 },
+    });
+    await clock.advance(100); // 1,100: bucket 11; bucket 1 slid out
+    expect(breaker.stats()).toEqual(empty);
+  });
+
   it(`a time window's latencies are its latest ${LATENCY_SAMPLE} calls; its counts all calls`, async () => {
     const { clock, breaker } = setup({ window: { type: 'time', sizeMs: 60_000 }, trackLatency: true });
     const policy = wrap(breaker);
@@ -152,6 +165,28 @@ describe.each(ways)('circuitBreaker stats() (via %s)', (_name, wrap) => {
         tracked ? { p50: 7, p90: 7, p99: 7, max: 7 } : undefined,
       );
     }
+  });
+
+  it("a time window's latencies are cleared with it, on closing and on reset()", async () => {
+    const { clock, breaker } = setup({
+      window: { type: 'time', sizeMs: 60_000 },
+      failureThreshold: 1,
+      trackLatency: true,
+    });
+    const policy = wrap(breaker);
+    await call(clock, policy, 40);
+    await call(clock, policy, 10, down()); // opens it
+    await clock.advance(1_000);
+    await call(clock, policy, 5); // the probe closes it
+    expect(breaker.stats()).toEqual(empty);
+    await call(clock, policy, 7);
+    expect(breaker.stats()).toEqual({
+      ...empty,
+      successes: 1,
+      latencyMs: { p50: 7, p90: 7, p99: 7, max: 7 },
+    });
+    breaker.reset();
+    expect(breaker.stats()).toEqual(empty);
   });
 
   it('closing and reset() clear it; reading it changes nothing', async () => {

@@ -57,6 +57,12 @@ describe('ipKey: what it refuses', () => {
     );
   });
 
+  it('the error says what usually puts such an address there: a port, brackets, a proxy header trusted too far', () => {
+    expect(() => ipKey(from('203.0.113.7:5678'))).toThrow(
+      /, got "203\.0\.113\.7:5678" \(a port or brackets in it, or a proxy header resolved by a "trust proxy" setting that trusts the client\?\)$/,
+    );
+  });
+
   it('a non-string req.ip (a misbehaving middleware) is an error too', () => {
     expect(() => ipKey({ ip: 42 as never })).toThrow(/got 42/);
   });
@@ -104,6 +110,16 @@ describe('ipKey: the key', () => {
     [60, '2001:db8:abcd:ab1f::', '2001:db8:abcd:ab10::/60'],
   ])('ipv6Subnet %s: %s → %s', (ipv6Subnet, address, key) => {
     expect(ipKey(from(address), { ipv6Subnet: ipv6Subnet as number | false })).toBe(key);
+  });
+
+  it.each([
+    ['1::ffff:203.0.113.7', '1::ffff:cb00:7107'],
+    ['0:1::ffff:203.0.113.7', '0:1::ffff:cb00:7107'],
+    ['0:0:1::ffff:203.0.113.7', '::1:0:0:ffff:cb00:7107'],
+    ['::1:0:ffff:203.0.113.7', '::1:0:ffff:cb00:7107'],
+    ['::1:ffff:203.0.113.7', '::1:ffff:cb00:7107'],
+  ])('%s only looks IPv4-mapped (a bit set in its first 80): an IPv6 key, %s', (address, key) => {
+    expect(ipKey(from(address), { ipv6Subnet: false })).toBe(key);
   });
 
   it('gives every spelling of an address one key: canonical RFC 5952 text, as the URL parser writes it', () => {

@@ -217,6 +217,13 @@ describe('a circuit that is not closed holds its entry', () => {
     flood(registry);
     expect(registry.peek('a')).toBeDefined();
   });
+
+  it('a policy whose breaker is null (a composite built without one) is not held by it', () => {
+    const registry = keyed(() => Object.assign(concurrencyLimit(1), { breaker: null }), { maxKeys: 1 });
+    registry.get('a');
+    flood(registry, 1);
+    expect(registry.keys()).toEqual(['new-0']);
+  });
 });
 
 describe('the keep option', () => {

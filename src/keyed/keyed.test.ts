@@ -91,6 +91,28 @@ describe('delete', () => {
     registry.get('b');
     expect(registry.keys()).toEqual(['b']);
   });
+
+  it("while over maxKeys, the old entry's last call settling takes nothing out: not the key's new entry", async () => {
+    const removed: string[] = [];
+    const registry = keyed(limits, {
+      maxKeys: 1,
+      onRemoved: ({ key, reason }) => removed.push(`${reason} ${key}`),
+    });
+    const old = deferred<string>();
+    const oldCall = registry.execute('a', () => old.promise);
+    registry.delete('a');
+    const gate = deferred<string>();
+    const running = [registry.execute('a', () => gate.promise), registry.execute('b', () => gate.promise)];
+    const fresh = registry.peek('a');
+    expect(registry.size).toBe(2); // both held: over maxKeys
+    old.resolve('old');
+    expect(await oldCall).toBe('old');
+    expect([registry.peek('a'), removed]).toEqual([fresh, ['deleted a']]);
+    gate.resolve('new');
+    await Promise.all(running);
+    // The new entry's own last call settled over the bound: it went at once, evicted.
+    expect([registry.keys(), removed]).toEqual([['b'], ['deleted a', 'evicted a']]);
+  });
 });
 
 describe('policy(key): the key inside a pipeline', () => {

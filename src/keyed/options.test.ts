@@ -64,10 +64,15 @@ describe('keys', () => {
     const registry = keyed(limits, { maxKeys: 2 });
     for (const key of badKeys) {
       const k = key as string;
-      expect(() => registry.get(k)).toThrow(/expected "key" to be a non-empty string, got/);
-      expect(() => registry.peek(k)).toThrow(TypeError);
-      expect(() => registry.delete(k)).toThrow(TypeError);
-      expect(() => registry.policy(k)).toThrow(TypeError);
+      for (const use of [
+        () => registry.get(k),
+        () => registry.peek(k),
+        () => registry.delete(k),
+        () => registry.policy(k),
+      ]) {
+        expect(use).toThrow(TypeError);
+        expect(use).toThrow(/expected "key" to be a non-empty string, got/);
+      }
     }
     expect(registry.size).toBe(0);
   });

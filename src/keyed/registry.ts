@@ -219,6 +219,7 @@ export class Registry<P extends Policy<unknown>> {
 
   private remove(entry: Entry<P>, reason: KeyedRemovalReason): void {
     this.entries.delete(entry.key);
+    // Stryker disable next-line ConditionalExpression: (true) emitting with no listener does nothing; the check only skips building the event
     if (this.removed.active) {
       this.removed.emit({ policy: this.name, key: entry.key, instance: entry.instance, reason });
     }

@@ -42,7 +42,9 @@ describe('rateLimiter.all: takeSync', () => {
     expect(() => both.takeSync('')).toThrow(/"key"/);
     expect(() => both.takeSync('k', 3)).toThrow(/"cost" to be at most "burst" \(2\)/);
     const remote = pair(new SwitchableStore(clock), clock).both;
-    expect(() => remote.takeSync('k')).toThrow(/takeSync needs the in-memory store/);
+    expect(() => remote.takeSync('k')).toThrow(
+      /^takeSync needs the in-memory store: .* cannot answer synchronously; use await combined\.take\(key, cost\)$/,
+    );
   });
 });
 

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { SwitchableStore } from '../../test/rate-limit/support/switchable-store.js';
 import { isStoreUnavailableError } from '../core/errors.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { MAX_COMBINED_LIMITERS } from './combined.js';
 import { memoryRateLimitStore } from './memory-store.js';
 import type { StoreFailureMode } from './options.js';
 import { rateLimiter } from './rate-limiter.js';
@@ -46,6 +47,7 @@ describe('rateLimiter.all: construction', () => {
     ],
     [[a, {}], /"limiters" to hold rate limiters from rateLimiter\(\), got an object/],
     [[a, null], /hold rate limiters/],
+    [[a, { decider: a.decider, store }], /hold rate limiters from rateLimiter\(\), got an object/],
     [
       [a, rateLimiter({ name: 'c', limit: 1, periodMs: 1_000 })],
       /share one store .* memoryRateLimitStore\(\)/,
@@ -65,6 +67,13 @@ describe('rateLimiter.all: construction', () => {
     };
     const limiters = ['x', 'y'].map((name) => rateLimiter({ name, limit: 1, periodMs: 1, store: old }));
     expect(() => rateLimiter.all(limiters)).toThrow(/store of "limiters" to implement takeAll\(\)/);
+  });
+
+  it(`takes up to ${MAX_COMBINED_LIMITERS} limiters`, async () => {
+    const most = Array.from({ length: MAX_COMBINED_LIMITERS }, (_, i) =>
+      rateLimiter({ name: `most${i}`, limit: 1, periodMs: 1_000, store }),
+    );
+    expect((await rateLimiter.all(most).take('k')).allowed).toBe(true);
   });
 
   it('keeps the limiters given, in order, and one limiter alone works', async () => {
@@ -90,7 +99,8 @@ describe('rateLimiter.all: in memory', () => {
     const clock = new FakeClock();
     const { second, minute, both } = pair(memoryRateLimitStore({ clock }), clock);
     const first = await both.take('k', 3);
-    expect(first).toEqual({
+    // No fallback key at all: the store decided.
+    expect(first).toStrictEqual({
       allowed: true,
       remaining: 0,
       retryAfterMs: 0,
@@ -143,6 +153,17 @@ describe('rateLimiter.all: in memory', () => {
     expect(await both.peek('k')).toMatchObject({ remaining: 3, resetMs: 0 });
   });
 
+  it('limits refusing with the same wait: the first given binds', async () => {
+    const clock = new FakeClock();
+    const store = memoryRateLimitStore({ clock });
+    const [x, y] = ['x', 'y'].map((name) => rateLimiter({ name, limit: 1, periodMs: 1_000, store, clock }));
+    const both = rateLimiter.all([x!, y!]);
+    await both.take('k');
+    const refused = await both.take('k');
+    expect(refused).toMatchObject({ allowed: false, retryAfterMs: 1_000 });
+    expect(refused.binding).toMatchObject({ rule: x!.rule, result: { allowed: false, retryAfterMs: 1_000 } });
+  });
+
   it('a block on one limit refuses the whole decision until it ends', async () => {
     const clock = new FakeClock();
     const { minute, both } = pair(memoryRateLimitStore({ clock }), clock);
@@ -164,6 +185,22 @@ describe('rateLimiter.all: on a remote store', () => {
     expect(store.calls).toEqual(['takeAll', 'takeAll']);
   });
 
+  it('answers from every refusal it remembers: the longest wait, its limit binding', async () => {
+    const clock = new FakeClock();
+    const store = new SwitchableStore(clock);
+    const { second, minute } = pair(store, clock);
+    const both = rateLimiter.all([minute, second]);
+    await minute.take('k', 2);
+    await both.take('k', 3); // both limits at 0 now
+    const fromStore = await both.take('k');
+    expect(fromStore).toMatchObject({ allowed: false, retryAfterMs: 12_000 });
+    const calls = store.calls.length;
+    const remembered = await both.take('k');
+    expect(store.calls.length).toBe(calls); // no round trip
+    expect(remembered).toMatchObject({ allowed: false, retryAfterMs: 12_000 });
+    expect(remembered.binding).toMatchObject({ rule: minute.rule, result: { retryAfterMs: 12_000 } });
+  });
+
   it('a store failure: each limiter applies its own mode; any fail-closed one rejects', async () => {
     const clock = new FakeClock();
     const store = new SwitchableStore(clock);
@@ -178,6 +215,26 @@ describe('rateLimiter.all: on a remote store', () => {
     const local = pair(store, clock, ['local', 'fail-open']);
     expect(await local.both.take('k', 3)).toMatchObject({ allowed: true, remaining: 0, fallback: 'local' });
     expect(await local.both.take('k')).toMatchObject({ allowed: false, fallback: 'local' });
+  });
+
+  it('a limit that allowed a take another refused keeps its local fallback as it was', async () => {
+    const clock = new FakeClock();
+    const store = new SwitchableStore(clock);
+    const { second, minute, both } = pair(store, clock, ['local', 'fail-closed']);
+    await minute.take('k', 5);
+    expect((await both.take('k', 3)).allowed).toBe(false); // the second allowed 3, the minute refused
+    store.failing = new Error('down');
+    expect(await second.take('k', 3)).toMatchObject({ allowed: true, remaining: 0, fallback: 'local' });
+  });
+
+  it('peek on a store failing for one limit only: the combined state says it is a fallback', async () => {
+    const clock = new FakeClock();
+    const store = new SwitchableStore(clock);
+    const peek = store.peek.bind(store);
+    store.peek = (key, rule) =>
+      rule.name === 's' ? Promise.reject(new Error('shard down')) : peek(key, rule);
+    const { both } = pair(store, clock, ['fail-open', 'fail-closed']);
+    expect(await both.peek('k')).toMatchObject({ remaining: 3, fallback: 'fail-open' });
   });
 
   it('keeps a local fallback warm with admitted takes only', async () => {

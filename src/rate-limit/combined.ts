@@ -107,6 +107,7 @@ export class CombinedRateLimiter {
   take(key: string, cost = 1): Promise<CombinedRateLimitResult> {
     return settle(() => {
       storeKey('key', key);
+      // Stryker disable next-line ConditionalExpression: (true) costOf(1, burst) always passes (burst ≥ 1); the guard only skips the check for the common cost
       if (cost !== 1) costOf(cost, this.burst);
       return this.decide(key, cost);
     });
@@ -126,6 +127,7 @@ export class CombinedRateLimiter {
       );
     }
     storeKey('key', key);
+    // Stryker disable next-line ConditionalExpression: (true) costOf(1, burst) always passes (burst ≥ 1); the guard only skips the check for the common cost
     if (cost !== 1) costOf(cost, this.burst);
     return this.noted(key, cost, store.takeAllSync(key, cost, this.rules));
   }
@@ -198,6 +200,7 @@ export class CombinedRateLimiter {
     for (let i = 0; i < deciders.length; i++) {
       const refusal = deciders[i]!.localRefusal(key, cost);
       if (refusal === undefined) continue;
+      // Stryker disable next-line ConditionalExpression,LogicalOperator: (either test → false, &&) known and knownRules are set together, so either test alone decides the same; (→ true) is killed by the two remembered refusals
       if (known === undefined || knownRules === undefined) {
         known = [];
         knownRules = [];
@@ -205,6 +208,7 @@ export class CombinedRateLimiter {
       knownRules.push(this.rules[i]!);
       known.push(refusal);
     }
+    // Stryker disable next-line ConditionalExpression,LogicalOperator: (either test → true, ||) known and knownRules are set together, so either test alone decides the same; (→ false) is killed by a remembered refusal, (→ true) by any take the store answers
     if (known !== undefined && knownRules !== undefined) return Promise.resolve(combine(knownRules, known));
     return settle(() => this.takeAll.call(this.store, key, cost, this.rules)).then(
       (results) => this.noted(key, cost, results),
