@@ -110,7 +110,7 @@ export {
 export { type Disposer, type Listener, setListenerErrorHandler } from './core/events.js';
 export { fromHttpStatus, type Problem, toHttpStatus, toProblem } from './core/http-status.js';
 export { isTransientKind, type Kind, kinds } from './core/kind.js';
-export { pipeline } from './core/pipeline.js';
+export { type PipelineOptions, pipeline } from './core/pipeline.js';
 export type { ExecuteOptions, Policy, PolicyExtra } from './core/policy.js';
 export type {
   FailureEvent,

@@ -7,7 +7,15 @@
 import { metrics } from '@opentelemetry/api';
 import { type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { afterAll, expect, it } from 'vitest';
-import { circuitBreaker, hedge, ResilienceError, rateLimiter, retry } from '../../src/index.js';
+import {
+  circuitBreaker,
+  hedge,
+  pipeline,
+  ResilienceError,
+  rateLimiter,
+  retry,
+  timeout,
+} from '../../src/index.js';
 import { loadShedder } from '../../src/node/index.js';
 import { FakeClock } from '../../src/testing/index.js';
 
@@ -137,5 +145,38 @@ it('counts hedges started and rate-limit store failures', async () => {
   expect(after.filter((line) => !before.includes(line))).toEqual([
     'bulwark.event=hedge,bulwark.pattern=hedge,bulwark.policy=search: 1',
     'bulwark.event=store_error,bulwark.pattern=rate-limit,bulwark.policy=shared,error.type=ERR_STORE_UNAVAILABLE: 1',
+  ]);
+});
+
+it('records each call through a pipeline on bulwark.pipeline.duration, under its name', async () => {
+  const checkout = pipeline(
+    { name: 'checkout', clock },
+    timeout(1_000, { clock }),
+    retry({ backoff: () => 25, clock }),
+  );
+  let calls = 0;
+  const call = checkout.execute(async () => {
+    calls++;
+    if (calls === 1) throw unavailable();
+    return 'ok';
+  });
+  await clock.advance(25);
+  expect(await call).toBe('ok');
+  await pipeline({ clock }, retry({ maxAttempts: 1, clock }))
+    .execute(() => Promise.reject(unavailable()))
+    .catch(() => {});
+  const pipelines = (await collect()).named('bulwark.pipeline.duration')!;
+  expect(pipelines.descriptor.unit).toBe('s');
+  const points = (pipelines.dataPoints as DataPoint<Histogram>[])
+    .map((point) => ({
+      policy: point.attributes['bulwark.policy'],
+      outcome: point.attributes['bulwark.outcome'],
+      count: point.value.count,
+      sum: point.value.sum,
+    }))
+    .sort((a, b) => String(a.policy).localeCompare(String(b.policy)));
+  expect(points).toEqual([
+    { policy: 'checkout', outcome: 'success', count: 1, sum: 0.025 },
+    { policy: 'pipeline', outcome: 'failure', count: 1, sum: 0 },
   ]);
 });

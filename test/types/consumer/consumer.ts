@@ -217,6 +217,11 @@ const composed: Policy<null> = pipeline(
   hedged,
   limited,
 );
+const namedPipeline: Policy<null> = pipeline(
+  { name: 'checkout', clock: undefined },
+  fallback(() => null),
+  breaker,
+);
 const value = composed.execute(({ signal, deadline }: Context) => (signal.aborted ? 0 : (deadline ?? 1)), {
   signal: maybeSignal,
   deadline: maybeDeadline,

@@ -1,0 +1,42 @@
+/**
+ * A named pipeline: `pipeline({ name, clock }, ...policies)`. The options are told from a policy by
+ * being a plain object without `execute`; they are checked like every factory's, and the policies
+ * after them are numbered as arguments. What the name does in telemetry is in test/telemetry/.
+ */
+import { describe, expect, it } from 'vitest';
+import { retry } from '../retry/retry.js';
+import { FakeClock } from '../testing/fake-clock.js';
+import { pipeline } from './pipeline.js';
+import type { Policy } from './policy.js';
+
+describe('pipeline options', () => {
+  it('runs the policies after the options, outermost first, as without them', async () => {
+    const order: string[] = [];
+    const tag = (name: string): Policy => ({
+      execute: async (operation, options) => {
+        order.push(name);
+        return operation({
+          signal: options?.signal ?? new AbortController().signal,
+          attempt: 1,
+          deadline: undefined,
+        });
+      },
+    });
+    const named = pipeline({ name: 'checkout', clock: new FakeClock() }, tag('outer'), tag('inner'));
+    expect(await named.execute(() => 'ok')).toBe('ok');
+    expect(order).toEqual(['outer', 'inner']);
+    expect(await pipeline({}).execute(() => 'bare')).toBe('bare');
+  });
+
+  it('refuses bad options with a TypeError naming them, and numbers the policies as arguments', () => {
+    expect(() => pipeline({ name: '' })).toThrow(/"name"/);
+    expect(() => pipeline({ name: 42 } as never)).toThrow(/"name"/);
+    expect(() => pipeline({ clock: {} } as never)).toThrow(/"clock"/);
+    expect(() => pipeline({ nmae: 'x' } as never)).toThrow(/nmae/);
+    expect(() => pipeline({ name: 'x' }, retry(), null as never)).toThrow(
+      new TypeError('expected pipeline argument 3 to be a policy, got null'),
+    );
+    // An object with an execute that is not a function is a broken policy, not options.
+    expect(() => pipeline({ execute: 'run' } as never)).toThrow(/argument 1 to be a policy/);
+  });
+});
