@@ -5,6 +5,7 @@
  */
 import { type Disposer, type Listener, Listeners } from '../core/events.js';
 import type { FailureEvent, PolicyEvents, RejectedEvent, SuccessEvent } from '../core/policy-events.js';
+import { countEvent } from '../core/telemetry.js';
 import { LoadShedError } from './errors.js';
 import { LoadSampler } from './load-sampler.js';
 import { LoadShedPolicy, leave, loadShedderName, type ShedGate, tryEnter } from './load-shed-policy.js';
@@ -32,10 +33,7 @@ export type OpenSource = (signals: readonly SampledSignal[]) => { readonly read:
 
 /** Readings known to the shedder: the last sample, plus the live in-flight count. */
 export interface LoadReadings extends SampledSignals {
-  /**
-   * Calls in flight as the in-flight limit sees them: the larger of this shedder's own count and
-   * the count its source last reported.
-   */
+  /** Calls in flight as the in-flight limit sees them: the larger of its own and its source's count. */
   readonly inFlight: number;
 }
 
@@ -152,7 +150,10 @@ export class LoadShedder implements ShedGate, PolicyEvents<LoadShedRejection> {
    */
   admit(priority: Priority): Release {
     const refusal = this[tryEnter](rankOf(priority));
-    if (refusal !== undefined) throw refusal;
+    if (refusal !== undefined) {
+      countEvent('shed', 'load-shedder', this.name, refusal); // a policy's refusal: by its gate
+      throw refusal;
+    }
     let released = false;
     return () => {
       if (released) return;
@@ -162,8 +163,8 @@ export class LoadShedder implements ShedGate, PolicyEvents<LoadShedRejection> {
   }
 
   /**
-   * Whether a call of `priority` would be refused right now. Counts nothing and emits nothing: use
-   * it to skip optional work early. Throws a `TypeError` for an unknown priority.
+   * Whether a call of `priority` would be refused now (nothing counted or emitted: to skip optional
+   * work early). Throws a `TypeError` for an unknown priority.
    */
   isShedding(priority: Priority): boolean {
     return this.wouldRefuse(rankOf(priority));
@@ -172,8 +173,7 @@ export class LoadShedder implements ShedGate, PolicyEvents<LoadShedRejection> {
   /**
    * A {@link Policy} that admits each call at `priority` or rejects it with a {@link LoadShedError}
    * without starting the operation. Admitted calls count as in flight until they settle, however
-   * they end. The same instance is returned for the same priority. Throws a `TypeError` for an
-   * unknown priority.
+   * they end. The same instance for the same priority; a `TypeError` for an unknown priority.
    *
    * @example
    * const checkout = pipeline(shedder.policy('high'), timeout(2_000));

@@ -180,3 +180,21 @@ it('records each call through a pipeline on bulwark.pipeline.duration, under its
     { policy: 'pipeline', outcome: 'failure', count: 1, sum: 0 },
   ]);
 });
+
+it('counts a refusal of shedder.admit (the HTTP adapters use it) as shed, once', async () => {
+  const before = lines(((await collect()).named('bulwark.events')?.dataPoints ?? []) as DataPoint<number>[]);
+  let heapUsedRatio = 0.1;
+  const shedder = loadShedder({
+    name: 'edge',
+    limits: { heapUsedRatio: 0.9 },
+    source: () => ({ heapUsedRatio }),
+    clock,
+  });
+  heapUsedRatio = 0.95;
+  await clock.advance(1_000);
+  expect(() => shedder.admit('low')).toThrow();
+  const after = lines((await collect()).named('bulwark.events')!.dataPoints as DataPoint<number>[]);
+  expect(after.filter((line) => !before.includes(line))).toEqual([
+    'bulwark.event=shed,bulwark.pattern=load-shedder,bulwark.policy=edge,error.type=ERR_LOAD_SHED: 1',
+  ]);
+});

@@ -352,6 +352,7 @@ export {
   live,
   mapped,
   middlewares,
+  namedPipeline,
   onRedis,
   pluginOptions,
   problem,
