@@ -52,9 +52,10 @@ export class IdempotencyEvents {
     if (this.leaseLost.active) this.leaseLost.emit({ policy: this.o.name, key, reason });
   }
 
-  /** A `complete` or `release` the call survived failing: `onStoreError`. */
+  /** A `complete` or `release` the call survived failing: `onStoreError`, and a `store_error` counted. */
   storeError(key: string, operation: IdempotencyStoreErrorEvent['operation'], error: unknown): void {
     // Stryker disable next-line ConditionalExpression: (true) as above
     if (this.storeFailed.active) this.storeFailed.emit({ policy: this.o.name, key, operation, error });
+    countEvent('store_error', 'idempotency', this.o.name, error);
   }
 }

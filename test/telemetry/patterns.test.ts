@@ -11,6 +11,7 @@ import {
   idempotency,
   isLockLostError,
   memoryFenceStore,
+  memoryIdempotencyStore,
   memoryLayer,
   memoryLockStore,
   memoryOutbox,
@@ -21,7 +22,7 @@ import {
   readThroughCache,
   saga,
 } from '../../src/index.js';
-import { FakeClock } from '../../src/testing/index.js';
+import { chaosStore, FakeClock } from '../../src/testing/index.js';
 import { until } from '../support/until.js';
 
 /** A reader the test collects from itself. */
@@ -205,5 +206,15 @@ it('outbox: counts each event delivered and each dead letter (an unnamed relay: 
   expect(await eventsOf('outbox')).toEqual([
     'bulwark.event=dead_lettered,bulwark.pattern=outbox,bulwark.policy=outbox,error.type=E_BROKER: 1',
     'bulwark.event=delivered,bulwark.pattern=outbox,bulwark.policy=outbox: 3',
+  ]);
+});
+
+it('idempotency: counts a store_error when complete fails after the handler ran', async () => {
+  const clock = new FakeClock(0);
+  const store = chaosStore(memoryIdempotencyStore({ clock }), { rate: 1, methods: ['complete'], seed: 1 });
+  const refunds = idempotency({ name: 'refunds', store, clock });
+  expect(await refunds.execute('refund-1', {}, () => 'done')).toBe('done');
+  expect((await eventsOf('idempotency')).filter((line) => line.includes('refunds'))).toEqual([
+    'bulwark.event=store_error,bulwark.pattern=idempotency,bulwark.policy=refunds,error.type=ERR_STORE_UNAVAILABLE: 1',
   ]);
 });
