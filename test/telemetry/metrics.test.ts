@@ -8,6 +8,7 @@ import { metrics } from '@opentelemetry/api';
 import { type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { afterAll, expect, it } from 'vitest';
 import {
+  bulkhead,
   circuitBreaker,
   hedge,
   pipeline,
@@ -18,6 +19,7 @@ import {
 } from '../../src/index.js';
 import { loadShedder } from '../../src/node/index.js';
 import { FakeClock } from '../../src/testing/index.js';
+import { deferred } from '../support/deferred.js';
 
 /** A reader the test collects from itself. */
 class TestReader extends MetricReader {
@@ -197,4 +199,24 @@ it('counts a refusal of shedder.admit (the HTTP adapters use it) as shed, once',
   expect(after.filter((line) => !before.includes(line))).toEqual([
     'bulwark.event=shed,bulwark.pattern=load-shedder,bulwark.policy=edge,error.type=ERR_LOAD_SHED: 1',
   ]);
+});
+
+it('observes the calls in flight and queued of each bulkhead, under its name', async () => {
+  const edge = bulkhead({ name: 'edge', maxConcurrent: 2, maxQueue: 5, clock });
+  const release = deferred<void>();
+  const calls = Array.from({ length: 3 }, () => edge.execute(() => release.promise));
+  await clock.advance(0);
+  const gauge = async (name: string) =>
+    ((await collect()).named(name)!.dataPoints as DataPoint<number>[]).find(
+      (point) => point.attributes['bulwark.policy'] === 'edge',
+    );
+  expect(await gauge('bulwark.in_flight')).toMatchObject({
+    attributes: { 'bulwark.pattern': 'bulkhead', 'bulwark.policy': 'edge' },
+    value: 2,
+  });
+  expect((await gauge('bulwark.queue.depth'))?.value).toBe(1);
+  release.resolve();
+  await Promise.all(calls);
+  expect((await gauge('bulwark.in_flight'))?.value).toBe(0);
+  expect((await gauge('bulwark.queue.depth'))?.value).toBe(0);
 });
