@@ -10,13 +10,15 @@
  *   is followed by one byte `\255` (the *awaited* mark, {@link AWAITED}): `release` publishes only
  *   then. That byte never occurs in an owner (an owner is well-formed UTF-16, sent as UTF-8), and it
  *   lives exactly as long as the lease (`APPEND` keeps the TTL; the next lease starts unmarked).
- * - `<prefix>lock:{<key>}:fence`: the last fence issued, in decimal, with no TTL: it must outlive
- *   every lease. Should it be lost all the same (a flush, a failover that lost the last write, an
- *   eviction), the next fence is still higher than every earlier one, because a fence is
- *   `max(last + 1, TIME in µs)`: a fence runs ahead of the clock only while acquisitions of its key
- *   come faster than one per µs, which one script each (and a release between) cannot sustain.
- *   This holds while the server's clock does not go back (a failover to a replica whose clock is
- *   behind would void it).
+ * - `<prefix>lock:{<key>}:fence`: the last fence issued, in decimal, kept for
+ *   {@link FENCE_RETENTION_MS} (7 days) after the last acquisition, so a service that locks millions
+ *   of distinct keys does not keep one key per lock forever. When it is gone (expired, or lost to a
+ *   flush, a failover that lost the last write, an eviction), the next fence is still higher than
+ *   every earlier one, because a fence is `max(last + 1, TIME in µs)`: a fence runs ahead of the
+ *   clock only while acquisitions of its key come faster than one per µs, which one script each
+ *   (and a release between) cannot sustain, and after 7 days the clock is 7 days of µs past the
+ *   last fence. This holds while the server's clock does not go back (a failover to a replica whose
+ *   clock is behind would void it).
  *
  * Why a mark instead of publishing every release: a `PUBLISH` costs the server a command on every
  * release, reaches every subscribed process of the prefix (each then looks the key up), and on a
@@ -31,6 +33,12 @@
  * string. The scripts rely on effects replication (the default since Redis 5) for `TIME` before a
  * write.
  */
+
+/**
+ * How long a lock's fence key is kept after its last acquisition, in ms: 7 days. Past that the
+ * server clock alone keeps fences increasing (see the module comment).
+ */
+export const FENCE_RETENTION_MS = 7 * 24 * 60 * 60 * 1_000;
 
 /** The byte that marks a lease as awaited, as a Lua string literal. */
 const AWAITED = `'\\255'`;
@@ -55,7 +63,7 @@ end
 local time = redis.call('TIME')
 local fence = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local text = string.format('%.0f', fence)
-local last = redis.pcall('SET', KEYS[2], text, 'GET')
+local last = redis.pcall('SET', KEYS[2], text, 'PX', ${FENCE_RETENTION_MS}, 'GET')
 if last then
   local n = tonumber(last)
   if not n then
@@ -68,7 +76,7 @@ if last then
   end
   if n + 1 > fence then
     text = string.format('%.0f', n + 1)
-    redis.call('SET', KEYS[2], text)
+    redis.call('SET', KEYS[2], text, 'PX', ${FENCE_RETENTION_MS})
   end
 end
 return text .. ':' .. time[1] .. ':' .. time[2]

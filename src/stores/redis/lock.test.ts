@@ -7,7 +7,7 @@ import { systemClock } from '../../core/clock.js';
 import { isStoreUnavailableError } from '../../core/errors.js';
 import { StoreDeadline } from './deadline.js';
 import { type LockRedisClient, RedisLockStore } from './lock.js';
-import { acquireScript, markScript, releaseScript, renewScript } from './lock-scripts.js';
+import { acquireScript, FENCE_RETENTION_MS, markScript, releaseScript, renewScript } from './lock-scripts.js';
 
 /** A store whose client replies `replies` in turn and records each script call's keys and args. */
 function fake(...replies: unknown[]) {
@@ -152,10 +152,11 @@ describe('RedisLockStore input errors name the argument, and nothing is sent', (
 });
 
 describe('lock scripts', () => {
-  it('acquire reads TIME, swaps the fence key without a TTL and formats the fence with %.0f', () => {
+  it('acquire reads TIME, swaps the fence key keeping it FENCE_RETENTION_MS and formats the fence with %.0f', () => {
     expect(acquireScript).toContain("redis.call('TIME')");
     expect(acquireScript).toContain("string.format('%.0f', fence)");
-    expect(acquireScript).toContain("redis.pcall('SET', KEYS[2], text, 'GET')");
+    expect(acquireScript).toContain(`redis.pcall('SET', KEYS[2], text, 'PX', ${FENCE_RETENTION_MS}, 'GET')`);
+    expect(acquireScript).toContain(`redis.call('SET', KEYS[2], text, 'PX', ${FENCE_RETENTION_MS})`);
     expect(acquireScript).toContain("if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then");
     expect(acquireScript).not.toMatch(/PEXPIRE|EXPIRE|PX', ARGV\[2\] \+/);
   });
