@@ -105,38 +105,60 @@ redis.describe('idempotency store on real Redis', () => {
     expect(await store.claim('k', 'fp', 5_000)).toEqual({ status: 'completed', result: 'r' });
   });
 
-  it('watch wakes on complete and on release made through another client and store set', async () => {
+  it('watch wakes on complete and on release made through another client and store set, once a waiter marked the record', async () => {
     const watching = redisStores(redis.client(), { prefix: redis.prefix });
     const other = redisStores(redis.client(), { prefix: redis.prefix }).idempotency;
+    const listener = redis.client();
+    const published: string[] = [];
+    listener.on('message', (_channel: string, message: string) => published.push(message));
+    await listener.subscribe(other.channel);
     const woken: string[] = [];
+
+    // Nobody waits: a release and a completion publish nothing.
+    await other.release('k', tokenOf(await other.claim('k', 'fp', 5_000)));
+    await other.complete('done', tokenOf(await other.claim('done', 'fp', 5_000)), 'r', 60_000);
+
+    // A duplicate sees the key in progress and watches it (as idempotency() does): the watch marks
+    // the record, and its release wakes the watcher.
+    const first = tokenOf(await other.claim('k', 'fp', 5_000));
     const unwatch = watching.idempotency.watch('k', () => woken.push('k'));
     watching.idempotency.watch('unrelated', () => woken.push('unrelated'));
+    await expect.poll(() => redis.admin().hget(other.keyOf('k'), 'w')).toBe('1');
     await sleep(100); // the subscription is in place
-    const first = tokenOf(await other.claim('k', 'fp', 5_000));
-    await other.release('k', first);
+    expect(await other.release('k', first)).toBe(true);
     await expect.poll(() => woken).toEqual(['k']);
+
+    // A record claimed after the watch began: this process's claim that finds it in progress marks it.
     const second = tokenOf(await other.claim('k', 'fp', 5_000));
-    await other.complete('k', second, 'r', 60_000);
+    expect(await watching.idempotency.claim('k', 'fp', 5_000)).toMatchObject({ status: 'in_progress' });
+    expect(await other.complete('k', second, 'r', 60_000)).toBe(true);
     await expect.poll(() => woken).toEqual(['k', 'k']);
+    expect(await redis.admin().hgetall(other.keyOf('k'))).toEqual({ s: 'c', f: 'fp', r: 'r' }); // mark gone
+
+    // A claim from a process that does not watch the key marks nothing; refused operations publish
+    // nothing; a removed watcher is not called.
     unwatch();
     unwatch(); // idempotent
-    // Refused operations publish nothing; a removed watcher is not called.
-    await other.release('k', second);
-    const third = redisStores(redis.client(), { prefix: redis.prefix }).idempotency;
-    tokenOf(await third.claim('x', 'fp', 5_000));
+    const third = tokenOf(await other.claim('x', 'fp', 5_000));
+    expect(await other.claim('x', 'fp', 5_000)).toMatchObject({ status: 'in_progress' });
+    expect(await redis.admin().hget(other.keyOf('x'), 'w')).toBeNull();
+    expect(await other.release('x', second)).toBe(false);
+    expect(await other.release('x', third)).toBe(true);
     await sleep(100);
     expect(woken).toEqual(['k', 'k']);
+    expect(published).toEqual(['k', 'k']);
     await watching.close();
   });
 
   it('a client with its own keyPrefix: the record carries it, and notifications still arrive', async () => {
     const stores = redisStores(redis.client({ keyPrefix: `${redis.prefix}client:` }), { prefix: 'b:' });
     const store = stores.idempotency;
+    const token = tokenOf(await store.claim('k', 'fp', 5_000));
     let woken = 0;
     store.watch('k', () => woken++);
-    await sleep(100);
-    const token = tokenOf(await store.claim('k', 'fp', 5_000));
     expect(await redis.keys()).toEqual([`${redis.prefix}client:b:idem:{k}`]);
+    await expect.poll(() => redis.admin().hget(`${redis.prefix}client:b:idem:{k}`, 'w')).toBe('1');
+    await sleep(100);
     expect(await store.release('k', token)).toBe(true);
     await expect.poll(() => woken).toBe(1);
     await stores.close();

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { ClaimResult, IdempotencyStore } from '../../idempotency/store.js';
 import type { StoreDeadline } from './deadline.js';
-import { claimScript, completeScript, releaseScript, renewScript } from './idempotency-scripts.js';
+import {
+  claimScript,
+  completeScript,
+  markScript,
+  releaseScript,
+  renewScript,
+} from './idempotency-scripts.js';
 import { redisKey } from './keys.js';
 import { RedisScript } from './script.js';
 import { ScriptRunner, type ScriptRunnerClient } from './script-runner.js';
@@ -12,6 +18,8 @@ const claimLua = new RedisScript(claimScript);
 const completeLua = new RedisScript(completeScript);
 const releaseLua = new RedisScript(releaseScript);
 const renewLua = new RedisScript(renewScript);
+const markLua = new RedisScript(markScript);
+const noop = (): void => {};
 
 /** A client the idempotency store can use: runs scripts, reports its status, can be duplicated. */
 export interface IdempotencyRedisClient extends ScriptRunnerClient, WakeupClient {}
@@ -30,8 +38,10 @@ export interface IdempotencyRedisClient extends ScriptRunnerClient, WakeupClient
  * that missed its deadline may still run on the server later; each is safe to land late (a late
  * claim holds the key only for its lease, as a crashed owner would).
  *
- * `complete` and `release` publish the key on `<prefix>idem:wake` in the same script; {@link watch}
- * listens on one subscriber connection per store set (see there).
+ * `complete` and `release` publish the key on `<prefix>idem:wake` in the same script when a
+ * waiting duplicate marked the record (see `idempotency-scripts.ts`): {@link watch} marks it and
+ * listens on one subscriber connection per store set, and while this process watches a key each
+ * claim that finds it in progress marks it too. A request nobody waits for publishes nothing.
  *
  * @example
  * const stores = redisStores(new Redis(process.env.REDIS_URL), { prefix: 'shop:' });
@@ -73,7 +83,12 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return this.scripts.run(
       claimLua,
       1,
-      () => [this.keyOf(key), text('fingerprint', fingerprint), token, wholeMs('leaseMs', leaseMs)],
+      () => {
+        const sent = [this.keyOf(key), text('fingerprint', fingerprint), token, wholeMs('leaseMs', leaseMs)];
+        // A duplicate of this process waits: a record still in progress is marked as awaited.
+        if (this.wakeups.watching(this.channel, key)) sent.push('1');
+        return sent;
+      },
       (reply) => {
         const claim = toClaim(reply, token);
         if (claim === undefined) throw this.scripts.unexpected('claim', reply);
@@ -84,7 +99,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   /**
    * Stores `result` for `ttlMs` if `token` owns the key's live lease, and publishes the key on
-   * {@link channel}, in one script. See `IdempotencyStore.complete`.
+   * {@link channel} if a waiter marked it, in one script. See `IdempotencyStore.complete`.
    */
   complete(key: string, token: string, result: string, ttlMs: number): Promise<boolean> {
     return this.scripts.owned('complete', completeLua, () => [
@@ -98,8 +113,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   /**
-   * Deletes the key if `token` owns its live lease, and publishes the key on {@link channel}, in
-   * one script. See `IdempotencyStore.release`.
+   * Deletes the key if `token` owns its live lease, and publishes the key on {@link channel} if a
+   * waiter marked it, in one script. See `IdempotencyStore.release`.
    */
   release(key: string, token: string): Promise<boolean> {
     return this.scripts.owned('release', releaseLua, () => [
@@ -125,6 +140,12 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * a bad key or `wake`, a client without `duplicate()`, or a closed store set gives a watch that
    * never wakes, and a throwing `wake` is ignored.
    *
+   * Marks the key's record in progress as awaited (one script, not awaited: a failure only leaves
+   * the waiter to poll), so that its completion or release publishes; a record claimed later is
+   * marked by this process's next claim of the key that finds it in progress (the contract
+   * promises a wake-up only to a watcher whose claim saw the key in progress, as `idempotency()`
+   * watches).
+   *
    * The first watch of the store set (this store's or the lock store's) opens its one subscriber
    * connection, `client.duplicate()` (a subscribed connection cannot send commands), which
    * subscribes to `<prefix>idem:wake`; its socket is unref'd, so it never keeps the process alive on
@@ -135,7 +156,11 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * connected.
    */
   watch(key: string, wake: () => void): () => void {
-    return this.wakeups.watch(this.channel, key, wake);
+    const unwatch = this.wakeups.watch(this.channel, key, wake);
+    if (this.wakeups.watching(this.channel, key)) {
+      this.scripts.run(markLua, 1, () => [this.keyOf(key)], noop).catch(noop);
+    }
+    return unwatch;
   }
 
   /**
