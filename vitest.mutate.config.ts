@@ -25,6 +25,7 @@ export default defineConfig({
       'test/cache/read-through.test.ts',
       'test/postgres/*.test.ts',
       'test/saga/memory-log-conformance.test.ts',
+      'test/telemetry/*.test.ts',
     ],
     testTimeout: 20_000,
     hookTimeout: 20_000,
