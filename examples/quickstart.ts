@@ -1,7 +1,7 @@
 /**
  * Quick start: a flaky local HTTP service, called through bulwark.
  *
- *   npm start
+ *   npm run quickstart
  *
  * The server answers 503 twice then 200 on /flaky, never answers in time on /slow, and 400 on
  * /bad. The client wraps fetch in timeout + retry (+ a fallback for /slow) and prints what happened.
