@@ -282,14 +282,15 @@ redis.describe('lock and fence stores on real Redis', () => {
     const other = redisStores(redis.client(), { prefix: redis.prefix });
     const woken: string[] = [];
     leaseOf(await other.lock.acquire('k', 'a', 5_000));
+    // Each watcher saw its key held (as the patterns do), so its watch marks the key as awaited.
+    const claim = await other.idempotency.claim('k', 'fp', 5_000);
+    if (claim.status !== 'claimed') throw new Error('expected a claim');
     watching.lock.watch('k', () => woken.push('lock k'));
     watching.idempotency.watch('k', () => woken.push('idem k'));
     expect(duplicates).toHaveLength(1);
     await sleep(100); // the subscriptions are in place
     expect(await other.lock.release('k', 'a')).toBe(true);
     await expect.poll(() => woken).toEqual(['lock k']);
-    const claim = await other.idempotency.claim('k', 'fp', 5_000);
-    if (claim.status !== 'claimed') throw new Error('expected a claim');
     await other.idempotency.release('k', claim.token);
     await expect.poll(() => woken).toEqual(['lock k', 'idem k']);
     await watching.close();
