@@ -272,7 +272,7 @@ describe('gate: the step path (in a pipeline)', () => {
     expect(failures).toMatchObject([{ policy: 'gated', error: boom, handled: false }]);
   });
 
-  it('run gets a fresh, unhandled note only while someone listens to onFailure', async () => {
+  it('run gets a fresh, unhandled note only while someone listens to onFailure (or telemetry records the call)', async () => {
     const notes: unknown[] = [];
     const policy = new Plain({
       run: (next, context, note) => {

@@ -34,7 +34,7 @@ import {
   type RejectedEvent,
   type SuccessEvent,
 } from './policy-events.js';
-import { countEvent, type TelemetryEvent } from './telemetry.js';
+import { countEvent, type TelemetryEvent, telemetry } from './telemetry.js';
 import { reportGauges } from './telemetry-gauges.js';
 
 const noTicket: Ticket = 0;
@@ -341,9 +341,12 @@ export abstract class GatedPolicy<Reason extends string = never>
 
   /** Runs an admitted step and releases its ticket when it settles. */
   #pass<T>(next: Step<T>, context: Context, ticket: Ticket, startedAt: number): Promise<Outcome<T>> {
-    const note: CallNote | undefined = this.#events.failed.active
-      ? { handled: false, answered: undefined }
-      : undefined;
+    // Noted for whoever reports failures: an onFailure listener, or telemetry recording this call
+    // (timed from its start): a failure a fallback answered is a failure there too.
+    const note: CallNote | undefined =
+      this.#events.failed.active || (!Number.isNaN(startedAt) && telemetry() !== undefined)
+        ? { handled: false, answered: undefined }
+        : undefined;
     let running: Promise<Outcome<T>>;
     try {
       running = this.run(next, context, ticket, note);

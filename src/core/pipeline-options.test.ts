@@ -32,11 +32,26 @@ describe('pipeline options', () => {
     expect(() => pipeline({ name: '' })).toThrow(/"name"/);
     expect(() => pipeline({ name: 42 } as never)).toThrow(/"name"/);
     expect(() => pipeline({ clock: {} } as never)).toThrow(/"clock"/);
-    expect(() => pipeline({ nmae: 'x' } as never)).toThrow(/nmae/);
+    expect(() => pipeline({ nmae: 'x' } as never)).toThrow(
+      new TypeError('unknown option "nmae" in pipeline options; did you mean "name"?'),
+    );
     expect(() => pipeline({ name: 'x' }, retry(), null as never)).toThrow(
       new TypeError('expected pipeline argument 3 to be a policy, got null'),
     );
     // An object with an execute that is not a function is a broken policy, not options.
     expect(() => pipeline({ execute: 'run' } as never)).toThrow(/argument 1 to be a policy/);
+    // Only a plain object is options: an instance of a class (a Map, a Date, ...) is a bad policy.
+    class Settings {
+      name = 'checkout';
+    }
+    expect(() => pipeline(new Settings() as never)).toThrow(/argument 1 to be a policy/);
+    expect(() => pipeline(new Map() as never)).toThrow(/argument 1 to be a policy/);
+  });
+
+  it('takes a null-prototype object as options too', async () => {
+    const options: { name?: string } = Object.create(null);
+    options.name = 'checkout';
+    expect(await pipeline(options, retry({ maxAttempts: 1 })).execute(() => 'ok')).toBe('ok');
+    expect(() => pipeline(Object.assign(Object.create(null), { nmae: 'x' }))).toThrow(/nmae/);
   });
 });

@@ -17,11 +17,18 @@ import { retry } from '../retry/retry.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { timeout } from '../timeout/timeout.js';
 import { classify } from './classify.js';
+import type { Clock } from './clock.js';
 import { ResilienceError } from './errors.js';
 import { setListenerErrorHandler } from './events.js';
 import { pipeline } from './pipeline.js';
 import type { Policy } from './policy.js';
-import type { FailureEvent, PolicyOptions, RejectedEvent, SuccessEvent } from './policy-events.js';
+import {
+  CallEvents,
+  type FailureEvent,
+  type PolicyOptions,
+  type RejectedEvent,
+  type SuccessEvent,
+} from './policy-events.js';
 
 type Events = { [K in 'onSuccess' | 'onFailure' | 'onRejected']-?: Exclude<PolicyOptions[K], undefined> };
 interface Evented extends Policy<unknown> {
@@ -315,5 +322,54 @@ describe('policy names', () => {
 
   it.each(rows)('$pattern exposes its name', (row) => {
     expect((row.make({}, new FakeClock()) as unknown as { name: string }).name).toBe(row.pattern);
+  });
+});
+
+describe('CallEvents', () => {
+  it('refuses a bad option with a TypeError naming it', () => {
+    const events = new CallEvents('retry');
+    expect(() => events.configure({ name: '' }, undefined)).toThrow(/"name"/);
+    expect(() => events.configure({ onSuccess: 1 } as never, undefined)).toThrow(/"onSuccess"/);
+    expect(() => events.configure({ onFailure: 1 } as never, undefined)).toThrow(/"onFailure"/);
+    expect(() => events.configure({ onRejected: 1 } as never, undefined)).toThrow(/"onRejected"/);
+  });
+
+  it('a call that began unobserved reports a duration of 0 to an onSuccess or onFailure added meanwhile', () => {
+    const clock = new FakeClock();
+    const succeeded = new CallEvents('retry');
+    succeeded.configure({}, clock);
+    const startedOk = succeeded.start();
+    const successes: SuccessEvent[] = [];
+    succeeded.succeeded.add((event) => successes.push(event));
+    succeeded.report({ ok: true, value: 1 }, startedOk, undefined, false);
+    expect(successes).toEqual([{ policy: 'retry', durationMs: 0 }]);
+
+    const failed = new CallEvents('retry');
+    failed.configure({}, clock);
+    const startedFailing = failed.start();
+    const failures: FailureEvent[] = [];
+    failed.failed.add((event) => failures.push(event));
+    const error = new ResilienceError('down', { code: 'E_DOWN', kind: 'unavailable' });
+    failed.report({ ok: false, error }, startedFailing, undefined, true);
+    expect(failures).toEqual([{ policy: 'retry', error, kind: 'unavailable', durationMs: 0, handled: true }]);
+  });
+
+  it('reads no clock at the end of a call no one listens to any more', () => {
+    let reads = 0;
+    const clock = new FakeClock();
+    const counting: Clock = {
+      now: () => ++reads,
+      sleep: (ms, signal) => clock.sleep(ms, signal),
+      setTimer: (callback, ms) => clock.setTimer(callback, ms),
+      clearTimer: (handle) => clock.clearTimer(handle),
+    };
+    const events = new CallEvents('retry');
+    events.configure({}, counting);
+    const dispose = events.succeeded.add(() => {});
+    const startedAt = events.start();
+    expect(reads).toBe(1);
+    dispose();
+    events.report({ ok: true, value: 1 }, startedAt, undefined, false);
+    expect(reads).toBe(1);
   });
 });

@@ -36,4 +36,11 @@ it('error.type is the error code, else the class name, else _OTHER; never the me
   expect(errorType('a string')).toBe('String');
   expect(errorType(null)).toBe('_OTHER');
   expect(errorType(undefined)).toBe('_OTHER');
+  // A code that is not a non-empty string is no code; a class without a name, no class name.
+  expect(errorType(Object.assign(new Error('x'), { code: 503 }))).toBe('Error');
+  expect(errorType(Object.assign(new Error('x'), { code: '' }))).toBe('Error');
+  const Anonymous = (() => class extends Error {})();
+  expect(errorType(new Anonymous('x'))).toBe('_OTHER');
+  expect(errorType({ constructor: { name: 42 } })).toBe('_OTHER');
+  expect(errorType(Object.create(null))).toBe('_OTHER');
 });

@@ -130,7 +130,8 @@ describe('idempotency: concurrent duplicates', () => {
   });
 
   it('with wait: false a duplicate rejects at once with IdempotencyInProgressError and the lease left', async () => {
-    const { idem, clock, untilClaims } = setup({ wait: false, leaseMs: 9_000 });
+    const onConflict = vi.fn();
+    const { idem, clock, untilClaims } = setup({ wait: false, leaseMs: 9_000, onConflict });
     const { handler, open } = gated(1);
     const first = idem.execute('k', 'req', handler);
     await untilClaims(1);
@@ -138,6 +139,7 @@ describe('idempotency: concurrent duplicates', () => {
     const error = await idem.execute('k', 'req', handler).catch((e: unknown) => e);
     expect(isIdempotencyInProgressError(error)).toBe(true);
     expect(error).toMatchObject({ kind: 'conflict', retryAfterMs: 8_000 });
+    expect(onConflict).not.toHaveBeenCalled(); // the same request still running: no onConflict
     open();
     expect(await first).toBe(1);
   });

@@ -10,6 +10,7 @@ import { afterAll, expect, it } from 'vitest';
 import {
   bulkhead,
   circuitBreaker,
+  fallback,
   hedge,
   pipeline,
   ResilienceError,
@@ -219,4 +220,38 @@ it('observes the calls in flight and queued of each bulkhead, under its name', a
   await Promise.all(calls);
   expect((await gauge('bulwark.in_flight'))?.value).toBe(0);
   expect((await gauge('bulwark.queue.depth'))?.value).toBe(0);
+});
+
+it('records a call whose failure a fallback answered as a failure', async () => {
+  const answered = fallback(() => 'default', { name: 'answered', clock });
+  expect(await answered.execute(() => Promise.reject(unavailable()))).toBe('default');
+  const durations = (await collect()).named('bulwark.attempt.duration')!;
+  const points = (durations.dataPoints as DataPoint<Histogram>[]).filter(
+    (point) => point.attributes['bulwark.policy'] === 'answered',
+  );
+  expect(points.map((point) => [point.attributes['bulwark.outcome'], point.value.count])).toEqual([
+    ['failure', 1],
+  ]);
+});
+
+it('observes each breaker state as its number, and no calls in flight for a breaker', async () => {
+  const breaker = circuitBreaker({ name: 'states', failureThreshold: 1, resetTimeoutMs: 1_000, clock });
+  const gauge = async (name: string) =>
+    ((await collect()).named(name)?.dataPoints as DataPoint<number>[] | undefined)?.find(
+      (point) => point.attributes['bulwark.policy'] === 'states',
+    );
+  expect((await gauge('bulwark.circuit.state'))?.value).toBe(0);
+  await breaker.execute(() => Promise.reject(unavailable())).catch(() => {});
+  expect((await gauge('bulwark.circuit.state'))?.value).toBe(1);
+  await clock.advance(1_000);
+  const probe = deferred<string>();
+  const probing = breaker.execute(() => probe.promise);
+  expect(breaker.state).toBe('half-open');
+  expect((await gauge('bulwark.circuit.state'))?.value).toBe(2);
+  probe.resolve('ok');
+  await probing;
+  breaker.isolate();
+  expect((await gauge('bulwark.circuit.state'))?.value).toBe(3);
+  expect(await gauge('bulwark.in_flight')).toBeUndefined();
+  expect(await gauge('bulwark.queue.depth')).toBeUndefined();
 });

@@ -4,8 +4,9 @@
  * active when they happen, as `bulwark.<event>` with the counter's attributes; nothing is recorded
  * with the option off or without an active span, and no span is started per call.
  */
-import { context, trace } from '@opentelemetry/api';
+import { context, metrics, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -56,6 +57,17 @@ async function request(spanEvents: boolean): Promise<{ name: string; attributes:
   return spans[0]!.events.map(({ name, attributes }) => ({ name, attributes }));
 }
 
+it('records nothing by default (before any telemetryOptions call)', async () => {
+  const clock = new FakeClock();
+  const breaker = circuitBreaker({ failureThreshold: 1, clock });
+  await tracer.startActiveSpan('request', async (span) => {
+    await breaker.execute(() => Promise.reject(unavailable())).catch(() => {});
+    await breaker.execute(() => 'refused').catch(() => {});
+    span.end();
+  });
+  expect(exporter.getFinishedSpans().map((span) => span.events)).toEqual([[]]);
+});
+
 it('records retries and a breaker refusal on the active span, with the counter attributes', async () => {
   expect(await request(true)).toEqual([
     {
@@ -105,6 +117,28 @@ it('records nothing with the option off, or outside any span', async () => {
   await breaker.execute(() => Promise.reject(unavailable())).catch(() => {});
   await breaker.execute(() => 'refused').catch(() => {});
   expect(exporter.getFinishedSpans()).toEqual([]); // no span started for the calls themselves
+});
+
+it('records nothing with the option off while metrics flow, nor once it is reset by telemetryOptions({})', async () => {
+  const meterProvider = new MeterProvider();
+  metrics.setGlobalMeterProvider(meterProvider);
+  try {
+    expect(await request(false)).toEqual([]);
+  } finally {
+    metrics.disable();
+    await meterProvider.shutdown();
+  }
+  exporter.reset();
+  telemetryOptions({ spanEvents: true });
+  telemetryOptions({}); // back to the default: off
+  const clock = new FakeClock();
+  const breaker = circuitBreaker({ failureThreshold: 1, clock });
+  await tracer.startActiveSpan('request', async (span) => {
+    await breaker.execute(() => Promise.reject(unavailable())).catch(() => {});
+    await breaker.execute(() => 'refused').catch(() => {});
+    span.end();
+  });
+  expect(exporter.getFinishedSpans().map((span) => span.events)).toEqual([[]]);
 });
 
 it('refuses unknown options and a non-boolean spanEvents', () => {

@@ -5,6 +5,9 @@
  * imports it.
  */
 import { describe, expect, it } from 'vitest';
+import { scriptedClient } from '../../../test/rate-limit/support/scripted-client.js';
+import { ruleOf } from '../../rate-limit/rule.js';
+import { FakeClock } from '../../testing/fake-clock.js';
 
 const algorithms = ['gcra', 'token-bucket', 'sliding-window'] as const;
 
@@ -36,5 +39,15 @@ describe('rate-limit scripts', () => {
     expect(rateLimitAllScript).toMatch(
       /if allowed then\n {2}for i = 1, n do replies\[i\] = decides\[i\]\(KEYS\[i\], states\[i\], cost, true\) end/,
     );
+    // And the store sends them: one decision of each algorithm through a scripted client.
+    const { client, calls } = scriptedClient(() => [4, 0, 12_000]);
+    const store = redisStores(client, { clock: new FakeClock() }).rateLimit;
+    for (const algorithm of algorithms) {
+      expect(await store.take('k', 1, ruleOf({ limit: 5, periodMs: 60_000, algorithm }))).toMatchObject({
+        allowed: true,
+        remaining: 4,
+      });
+    }
+    expect(calls).toHaveLength(algorithms.length);
   });
 });
