@@ -9,6 +9,20 @@ import { rateLimiter } from './rate-limiter.js';
 import type { RateLimitStore } from './store.js';
 
 describe('limiter.policy', () => {
+  it('is named after a named limiter (its events, its telemetry), unless named itself', async () => {
+    const clock = new FakeClock();
+    const named = rateLimiter({ name: 'per-user', limit: 1, periodMs: 60_000, clock });
+    const anonymous = rateLimiter({ limit: 1, periodMs: 60_000, clock });
+    expect(named.policy('k').name).toBe('per-user');
+    expect(named.policy('k', { name: 'checkout' }).name).toBe('checkout');
+    expect(anonymous.policy('k').name).toBe('rate-limit');
+    const refusals: string[] = [];
+    const policy = named.policy('k', { onRejected: (event) => refusals.push(event.policy) });
+    await policy.execute(() => 'ok');
+    await policy.execute(() => 'ok').catch(() => {});
+    expect(refusals).toEqual(['per-user']);
+  });
+
   it('runs the operation when allowed and fails with RateLimitedError without running it when refused', async () => {
     const clock = new FakeClock();
     const policy = rateLimiter({ limit: 2, periodMs: 1_000, clock }).policy('api');

@@ -14,7 +14,10 @@ export interface Quota {
   wait(key: string, options?: RateLimitWaitOptions): Promise<RateLimitResult>;
 }
 
-/** Options of `limiter.policy(key, options)`. */
+/**
+ * Options of `limiter.policy(key, options)`. Its `name` (the `policy` of its events and telemetry)
+ * defaults to the limiter's `name` when the limiter has one, else to `'rate-limit'`.
+ */
 export interface RateLimitPolicyOptions extends PolicyOptions<RateLimitRejection> {
   /** Units each call takes. @default 1 */
   readonly cost?: number | undefined;

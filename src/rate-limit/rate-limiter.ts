@@ -176,7 +176,9 @@ export class RateLimiter {
   policy(key: string, options?: RateLimitPolicyOptions): RateLimitPolicy {
     storeKey('key', key);
     const o = readPolicyOptions(options, this.rule.burst);
-    return new RateLimitPolicy(this, this.clock, key, o.cost, o.wait, o.maxWaitMs, o);
+    // A named limiter names its policies (their events and telemetry) unless they are named.
+    const named = o.name === undefined && this.rule.name !== 'default' ? { ...o, name: this.rule.name } : o;
+    return new RateLimitPolicy(this, this.clock, key, o.cost, o.wait, o.maxWaitMs, named);
   }
 
   /**

@@ -96,7 +96,7 @@ it('exports exact figures after a scripted run, from a policy built before the S
       'bulwark.event=retry,bulwark.pattern=retry,bulwark.policy=orders-api,error.type=E_DOWN: 2',
       'bulwark.event=state_change,bulwark.pattern=circuit-breaker,bulwark.policy=payments: 3',
       'bulwark.event=rejected,bulwark.pattern=circuit-breaker,bulwark.policy=payments,error.type=ERR_CIRCUIT_OPEN: 1',
-      'bulwark.event=rate_limited,bulwark.pattern=rate-limit,bulwark.policy=rate-limit,error.type=ERR_RATE_LIMITED: 3',
+      'bulwark.event=rate_limited,bulwark.pattern=rate-limit,bulwark.policy=per-user,error.type=ERR_RATE_LIMITED: 3',
       'bulwark.event=shed,bulwark.pattern=load-shedder,bulwark.policy=load-shedder,error.type=ERR_LOAD_SHED: 1',
     ].sort(),
   );
@@ -112,7 +112,7 @@ it('exports exact figures after a scripted run, from a policy built before the S
     )
     .sort();
   expect(counts).toEqual(
-    ['orders-api/success: 1', 'payments/failure: 2', 'payments/success: 1', 'rate-limit/success: 1'].sort(),
+    ['orders-api/success: 1', 'payments/failure: 2', 'payments/success: 1', 'per-user/success: 1'].sort(),
   );
   const retryPoint = (durations.dataPoints as DataPoint<Histogram>[]).find(
     (point) => point.attributes['bulwark.policy'] === 'orders-api',
