@@ -4,27 +4,16 @@
  * and the collection has no error, and every policy of a gauge is observed, not just the last.
  * (Its own file: the gauges' policies are registered for the process.)
  */
-import { type DiagLogger, diag, metrics } from '@opentelemetry/api';
-import { type DataPoint, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { type DiagLogger, diag } from '@opentelemetry/api';
+import type { DataPoint } from '@opentelemetry/sdk-metrics';
 import { afterAll, expect, it } from 'vitest';
 import { bulkhead, concurrencyLimit, retry } from '../../src/index.js';
 import { FakeClock } from '../../src/testing/index.js';
 import { deferred } from '../support/deferred.js';
+import { useTestMeterProvider } from '../support/otel-metrics.js';
 
-/** A reader the test collects from itself. */
-class TestReader extends MetricReader {
-  protected override async onForceFlush(): Promise<void> {}
-  protected override async onShutdown(): Promise<void> {}
-}
-
-const reader = new TestReader();
-const provider = new MeterProvider({ readers: [reader] });
-metrics.setGlobalMeterProvider(provider);
-afterAll(async () => {
-  metrics.disable();
-  await provider.shutdown();
-  diag.disable();
-});
+const { collect } = useTestMeterProvider();
+afterAll(() => diag.disable());
 
 /** What the SDK complains about (an observed value that is not a number, ...). */
 const complaints: unknown[][] = [];
@@ -42,14 +31,11 @@ it('observes every policy of a gauge, only the gauges a policy offers, and nothi
   const calls = [first.execute(() => release.promise), second.execute(() => release.promise)];
   await clock.advance(0);
   retry({ name: 'neither', clock }); // reports no gauge: nothing to read
-  const { resourceMetrics, errors } = await reader.collect();
-  expect(errors).toEqual([]);
+  const collected = await collect();
+  expect(collected.errors).toEqual([]);
   expect(complaints).toEqual([]);
   const points = (name: string) =>
-    (
-      (resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics).find((m) => m.descriptor.name === name)
-        ?.dataPoints ?? []) as DataPoint<number>[]
-    )
+    ((collected.named(name)?.dataPoints ?? []) as DataPoint<number>[])
       .map(
         (point) =>
           `${point.attributes['bulwark.pattern']}/${point.attributes['bulwark.policy']}: ${point.value}`,

@@ -3,26 +3,13 @@
  * descriptions and units are a contract (docs/observability.md). (Its own file: the instruments
  * are created when telemetry is first resolved, which this test does.)
  */
-import { metrics } from '@opentelemetry/api';
-import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import { afterAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { telemetry } from '../../src/core/telemetry.js';
 import { bulkhead, circuitBreaker } from '../../src/index.js';
 import { FakeClock } from '../../src/testing/index.js';
+import { useTestMeterProvider } from '../support/otel-metrics.js';
 
-/** A reader the test collects from itself. */
-class TestReader extends MetricReader {
-  protected override async onForceFlush(): Promise<void> {}
-  protected override async onShutdown(): Promise<void> {}
-}
-
-const reader = new TestReader();
-const provider = new MeterProvider({ readers: [reader] });
-metrics.setGlobalMeterProvider(provider);
-afterAll(async () => {
-  metrics.disable();
-  await provider.shutdown();
-});
+const { reader } = useTestMeterProvider();
 
 it('describes every instrument as docs/observability.md says, on the meter "bulwark"', async () => {
   const clock = new FakeClock();

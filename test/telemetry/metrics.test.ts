@@ -5,7 +5,7 @@
  * no delegating MeterProvider: the instruments must be resolved lazily for it to report).
  */
 import { metrics } from '@opentelemetry/api';
-import { type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import type { DataPoint, Histogram } from '@opentelemetry/sdk-metrics';
 import { afterAll, expect, it } from 'vitest';
 import {
   bulkhead,
@@ -21,43 +21,14 @@ import {
 import { loadShedder } from '../../src/node/index.js';
 import { FakeClock } from '../../src/testing/index.js';
 import { deferred } from '../support/deferred.js';
-
-/** A reader the test collects from itself. */
-class TestReader extends MetricReader {
-  protected override async onForceFlush(): Promise<void> {}
-  protected override async onShutdown(): Promise<void> {}
-}
+import { pointLines, useTestMeterProvider } from '../support/otel-metrics.js';
 
 const clock = new FakeClock();
 const unavailable = () => new ResilienceError('down', { code: 'E_DOWN', kind: 'unavailable' });
 const builtBefore = retry({ name: 'orders-api', maxAttempts: 3, backoff: () => 10, clock });
 
-const reader = new TestReader();
-const provider = new MeterProvider({ readers: [reader] });
-metrics.setGlobalMeterProvider(provider);
-afterAll(async () => {
-  metrics.disable();
-  await provider.shutdown();
-});
-
-async function collect() {
-  const { resourceMetrics } = await reader.collect();
-  const all = resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics);
-  const named = (name: string) => all.find((metric) => metric.descriptor.name === name);
-  return { all, named };
-}
-
-/** The counter's data points as "attr=value,…: count" lines, sorted. */
-function lines(points: readonly DataPoint<number>[]): string[] {
-  return points
-    .map(
-      (point) =>
-        `${Object.entries(point.attributes)
-          .map(([key, value]) => `${key}=${String(value)}`)
-          .join(',')}: ${point.value}`,
-    )
-    .sort();
-}
+const { collect } = useTestMeterProvider();
+const lines = pointLines;
 
 it('exports exact figures after a scripted run, from a policy built before the SDK was registered too', async () => {
   // 2 retries, then success.

@@ -3,9 +3,8 @@
  * a scripted run of each on its in-memory store and a FakeClock, then the exact `bulwark.events`
  * data points of its pattern. No instance has a listener: events are counted all the same.
  */
-import { metrics } from '@opentelemetry/api';
-import { type DataPoint, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import { afterAll, expect, it } from 'vitest';
+import type { DataPoint } from '@opentelemetry/sdk-metrics';
+import { expect, it } from 'vitest';
 import {
   distributedLock,
   idempotency,
@@ -23,37 +22,15 @@ import {
   saga,
 } from '../../src/index.js';
 import { chaosStore, FakeClock } from '../../src/testing/index.js';
+import { pointLines, useTestMeterProvider } from '../support/otel-metrics.js';
 import { until } from '../support/until.js';
 
-/** A reader the test collects from itself. */
-class TestReader extends MetricReader {
-  protected override async onForceFlush(): Promise<void> {}
-  protected override async onShutdown(): Promise<void> {}
-}
-
-const reader = new TestReader();
-const provider = new MeterProvider({ readers: [reader] });
-metrics.setGlobalMeterProvider(provider);
-afterAll(async () => {
-  metrics.disable();
-  await provider.shutdown();
-});
+const { collect } = useTestMeterProvider();
 
 /** The `bulwark.events` data points of `pattern` as "attr=value,…: count" lines, sorted. */
 async function eventsOf(pattern: string): Promise<string[]> {
-  const { resourceMetrics } = await reader.collect();
-  const events = resourceMetrics.scopeMetrics
-    .flatMap((scope) => scope.metrics)
-    .find((metric) => metric.descriptor.name === 'bulwark.events');
-  return ((events?.dataPoints ?? []) as DataPoint<number>[])
-    .filter((point) => point.attributes['bulwark.pattern'] === pattern)
-    .map(
-      (point) =>
-        `${Object.entries(point.attributes)
-          .map(([key, value]) => `${key}=${String(value)}`)
-          .join(',')}: ${point.value}`,
-    )
-    .sort();
+  const points = (await collect()).named('bulwark.events')?.dataPoints as DataPoint<number>[] | undefined;
+  return pointLines(points?.filter((point) => point.attributes['bulwark.pattern'] === pattern));
 }
 
 const down = (code: string) => new ResilienceError('down', { code, kind: 'unavailable' });
