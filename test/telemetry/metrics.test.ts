@@ -4,9 +4,8 @@
  * exported figures are exact. The retry policy is built before the SDK is registered (OTel JS has
  * no delegating MeterProvider: the instruments must be resolved lazily for it to report).
  */
-import { metrics } from '@opentelemetry/api';
 import type { DataPoint, Histogram } from '@opentelemetry/sdk-metrics';
-import { afterAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import {
   bulkhead,
   circuitBreaker,
