@@ -3,29 +3,16 @@
  * `RateLimit-Policy`, the binding one in `RateLimit`, refusals 429 with the longest wait; and the
  * headers function itself on combined decisions.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
 import express from 'express';
-import Fastify, { type FastifyInstance } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { afterThisTest, listen } from '../../test/support/http-server.js';
 import { memoryRateLimitStore } from '../rate-limit/memory-store.js';
 import { rateLimiter } from '../rate-limit/rate-limiter.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { fastifyRateLimit, rateLimitMiddleware } from './rate-limit.js';
 import { legacyRateLimitHeaders, rateLimitHeaders } from './rate-limit-headers.js';
-
-const servers: Server[] = [];
-const apps: FastifyInstance[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
-  await Promise.all(apps.splice(0).map((a) => a.close()));
-});
-
-async function listen(server: Server): Promise<string> {
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 /** 2 per second and 3 per minute on one in-memory store, combined. */
 function limits() {
@@ -67,14 +54,16 @@ describe('HTTP adapters with rateLimiter.all()', () => {
       key: (req) => String(req.headers['x-user']),
       clock: node.clock,
     });
-    const nodeUrl = await listen(createServer((req, res) => middleware(req, res, () => res.end('ok'))));
+    const { url: nodeUrl } = await listen(
+      createServer((req, res) => middleware(req, res, () => res.end('ok'))),
+    );
     expect(await threeRequests(nodeUrl)).toEqual(expected);
 
     const viaExpress = limits();
     const app = express();
     app.use(rateLimitMiddleware({ limiter: viaExpress.both, key: (req) => String(req.headers['x-user']) }));
     app.get('/', (_req, res) => res.send('ok'));
-    const expressUrl = await listen(createServer(app));
+    const { url: expressUrl } = await listen(createServer(app));
     expect(await threeRequests(expressUrl)).toEqual(expected);
     // The refusal took nothing: the minute limit still has the unit the second one refused.
     expect((await viaExpress.minute.peek('u1')).remaining).toBe(1);
@@ -83,7 +72,7 @@ describe('HTTP adapters with rateLimiter.all()', () => {
   it('Fastify: the same headers and refusal', async () => {
     const { both } = limits();
     const app = Fastify();
-    apps.push(app);
+    afterThisTest(() => app.close());
     await app.register(fastifyRateLimit, { limiter: both, key: (req) => String(req.headers['x-user']) });
     app.get('/', async () => 'ok');
     const url = await app.listen({ port: 0, host: '127.0.0.1' });
