@@ -1,10 +1,11 @@
 /**
- * The accounts database of one build, on an embedded PGlite: balances, the ledger of credits, and
- * the notifications the event consumer sends. The SQL both builds share; how they use it (locked
- * and fenced, or not) is their own.
+ * The accounts database of one build: balances, the ledger of credits, and the notifications the
+ * event consumer sends. The SQL both builds share; how they use it (locked and fenced, or not) is
+ * their own. The database itself is an embedded PGlite or a PostgreSQL schema (lab/database.ts).
  */
-import { PGlite } from '@electric-sql/pglite';
+
 import type { PostgresTransaction } from '../src/stores/postgres/index.js';
+import type { LabDatabase } from './database.js';
 
 /** Anything that runs a statement: the database itself or one of its transactions. */
 export type Sql = PostgresTransaction;
@@ -36,29 +37,32 @@ export interface BankSnapshot {
   readonly notifications: ReadonlyMap<string, number>;
 }
 
-/** An open accounts database: the PGlite instance and the account ids it holds. */
+/** An open accounts database and the account ids it holds. */
 export interface Bank {
-  readonly db: PGlite;
+  readonly db: LabDatabase;
   readonly accountIds: readonly string[];
 }
 
+/** The ids of the lab's `accounts` accounts. */
+export const accountIdsOf = (accounts: number): string[] =>
+  Array.from({ length: accounts }, (_, index) => `acct-${index + 1}`);
+
 /**
- * Opens an in-memory PGlite with the lab's tables and `accounts` accounts at balance 0.
+ * Creates the lab's tables in `db` (its current schema) with `accounts` accounts at balance 0.
  *
  * @example
- * const bank = await openBank(12);
+ * const bank = await createBank(await pgliteDatabase(), 12);
  * await readAccount(bank.db, bank.accountIds[0]!);
  */
-export async function openBank(accounts: number): Promise<Bank> {
-  const db = new PGlite();
-  await db.waitReady;
-  await db.exec(`
-    CREATE TABLE accounts (id text PRIMARY KEY, balance bigint NOT NULL DEFAULT 0);
-    CREATE TABLE ledger (id serial PRIMARY KEY, account_id text NOT NULL, payment_id text NOT NULL, cents bigint NOT NULL);
-    CREATE INDEX ledger_payment ON ledger (payment_id);
-    CREATE TABLE notifications (id serial PRIMARY KEY, payment_id text NOT NULL, event_id text NOT NULL);
-  `);
-  const accountIds = Array.from({ length: accounts }, (_, index) => `acct-${index + 1}`);
+export async function createBank(db: LabDatabase, accounts: number): Promise<Bank> {
+  for (const statement of [
+    'CREATE TABLE accounts (id text PRIMARY KEY, balance bigint NOT NULL DEFAULT 0)',
+    'CREATE TABLE ledger (id serial PRIMARY KEY, account_id text NOT NULL, payment_id text NOT NULL, cents bigint NOT NULL)',
+    'CREATE INDEX ledger_payment ON ledger (payment_id)',
+    'CREATE TABLE notifications (id serial PRIMARY KEY, payment_id text NOT NULL, event_id text NOT NULL)',
+  ])
+    await db.query(statement);
+  const accountIds = accountIdsOf(accounts);
   for (const id of accountIds) await db.query('INSERT INTO accounts (id) VALUES ($1)', [id]);
   return { db, accountIds };
 }
@@ -98,13 +102,13 @@ export async function insertNotification(sql: Sql, paymentId: string, eventId: s
   await sql.query('INSERT INTO notifications (payment_id, event_id) VALUES ($1, $2)', [paymentId, eventId]);
 }
 
-async function grouped(db: PGlite, text: string): Promise<Map<string, number>> {
+async function grouped(db: Sql, text: string): Promise<Map<string, number>> {
   const { rows } = await db.query<{ k: string; v: string | number }>(text);
   return new Map(rows.map((row) => [row.k, Number(row.v)]));
 }
 
 /** Reads what the checks need from the database. */
-export async function snapshotBank(db: PGlite): Promise<BankSnapshot> {
+export async function snapshotBank(db: Sql): Promise<BankSnapshot> {
   return {
     balances: await grouped(db, 'SELECT id AS k, balance AS v FROM accounts'),
     ledgerSums: await grouped(db, 'SELECT account_id AS k, sum(cents) AS v FROM ledger GROUP BY account_id'),

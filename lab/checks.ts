@@ -7,6 +7,7 @@ import type { BuildStats } from './api/build.js';
 import type { BankSnapshot } from './bank.js';
 import type { LoadStats } from './load/stats.js';
 import type { ProcessorLedger } from './processor.js';
+import type { RunSeries } from './series.js';
 import type { WarehouseLedger } from './warehouse.js';
 
 /** Everything recorded about one build's run. */
@@ -17,6 +18,8 @@ export interface BuildRun {
   readonly warehouse: WarehouseLedger;
   readonly bank: BankSnapshot;
   readonly stats: BuildStats;
+  /** Per-second series for the report's charts. */
+  readonly series: RunSeries;
 }
 
 /** What the checks found in one run. */

@@ -4,6 +4,7 @@
  */
 import { pipeline } from '../src/index.js';
 import { chaos } from '../src/testing/index.js';
+import type { SeriesRecorder } from './series.js';
 import type { Timeline } from './timeline.js';
 
 /** A card number the processor always declines (402). */
@@ -51,6 +52,8 @@ export interface CardProcessorOptions {
   readonly faultRate?: number;
   /** How long a latency spike holds a call, in ms. @default 1_500 */
   readonly spikeMs?: number;
+  /** Where each call is counted per second (the report's chart). */
+  readonly series?: SeriesRecorder;
 }
 
 /** The simulated processor: `charge` and `refund`, and the ground truth in `ledger()`. */
@@ -76,7 +79,7 @@ const status = (code: number, message: string) => Object.assign(new Error(messag
  * const charge = await processor.charge({ reference: 'p-1', cents: 500, card: '4242' }, signal);
  */
 export function cardProcessor(options: CardProcessorOptions): CardProcessor {
-  const { seed, timeline, faultRate = 0.3, spikeMs = 1_500 } = options;
+  const { seed, timeline, faultRate = 0.3, spikeMs = 1_500, series } = options;
   const charges = new Map<string, number>();
   const refunds = new Map<string, number>();
   const byKey = new Map<string, Charge>();
@@ -122,6 +125,7 @@ export function cardProcessor(options: CardProcessorOptions): CardProcessor {
   return {
     charge(request, signal) {
       calls++;
+      series?.count('processor calls');
       inFlight++;
       references.add(request.reference);
       return script

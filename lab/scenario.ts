@@ -6,12 +6,14 @@ import type { Build, BuildDeps } from './api/build.js';
 import { naiveBuild } from './api/naive.js';
 import { protectedBuild } from './api/protected.js';
 import { startApi } from './api/server.js';
-import { openBank, snapshotBank } from './bank.js';
+import { createBank, snapshotBank } from './bank.js';
 import { createBroker } from './broker.js';
 import type { BuildRun } from './checks.js';
+import { pgliteDatabase } from './database.js';
 import { runLoad } from './load/generator.js';
 import type { LoadRecorder } from './load/stats.js';
 import { cardProcessor } from './processor.js';
+import { SeriesRecorder } from './series.js';
 import { createTimeline, type Timeline } from './timeline.js';
 import { waitFor } from './wait.js';
 import { createWarehouse } from './warehouse.js';
@@ -44,19 +46,22 @@ async function runBuild(
 ): Promise<BuildRun> {
   const { seed, durationMs } = options;
   const timeline = createTimeline(durationMs);
-  const bank = await openBank(12);
+  const bank = await createBank(await pgliteDatabase(), 12);
+  const series = new SeriesRecorder(timeline);
   const deps: BuildDeps = {
     seed,
     timeline,
     bank,
     broker: createBroker({ seed }),
-    processor: cardProcessor({ seed, timeline }),
+    processor: cardProcessor({ seed, timeline, series }),
     warehouse: createWarehouse(),
+    series,
+    source: 'breaker',
     tenantRatePerSecond: 50,
     resetTimeoutMs: Math.min(2_000, Math.max(500, durationMs * 0.08)),
   };
   const build = await entry.make(deps);
-  const api = await startApi(build, bank.accountIds);
+  const api = await startApi(build, bank.accountIds, series);
   try {
     const load = await runLoad({
       baseUrl: api.url,
@@ -65,6 +70,7 @@ async function runBuild(
       accountIds: bank.accountIds,
       clients: options.clients ?? 16,
       noisyClients: options.noisyClients ?? 12,
+      series,
       onStart: (recorder) => options.onLoad?.(entry.name, recorder, timeline),
     });
     options.onSettle?.(entry.name);
@@ -78,6 +84,7 @@ async function runBuild(
       warehouse: deps.warehouse.ledger(),
       bank: await snapshotBank(bank.db),
       stats: build.stats(),
+      series: series.series(),
     };
   } finally {
     await api.close();

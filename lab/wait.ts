@@ -8,9 +8,13 @@ import { systemClock } from '../src/index.js';
  * @example
  * await waitFor(() => broker.pending === 0, 5_000);
  */
-export async function waitFor(done: () => boolean, timeoutMs: number, everyMs = 50): Promise<boolean> {
+export async function waitFor(
+  done: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  everyMs = 50,
+): Promise<boolean> {
   const until = systemClock.now() + timeoutMs;
-  while (!done()) {
+  while (!(await done())) {
     if (systemClock.now() >= until) return false;
     await systemClock.sleep(everyMs);
   }

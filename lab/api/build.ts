@@ -4,9 +4,11 @@
  * plumbing (lab/api/server.ts) is the same for both.
  */
 import type { Middleware } from '../../src/http/index.js';
+import type { RedisStores } from '../../src/stores/redis/index.js';
 import type { Account, Bank } from '../bank.js';
 import type { Broker } from '../broker.js';
 import type { CardProcessor } from '../processor.js';
+import type { SeriesRecorder } from '../series.js';
 import type { Timeline } from '../timeline.js';
 import type { Warehouse } from '../warehouse.js';
 
@@ -47,10 +49,20 @@ export interface BuildDeps {
   readonly broker: Broker;
   readonly processor: CardProcessor;
   readonly warehouse: Warehouse;
+  /** Where the build records its breaker's state changes (the report's timeline). */
+  readonly series: SeriesRecorder;
+  /** Names this process's breaker in the series (`'breaker'`, or the worker's name). */
+  readonly source: string;
   /** Requests per second one tenant may make (the protected build's rate limit). */
   readonly tenantRatePerSecond: number;
   /** The breaker's reset timeout, scaled to the run. */
   readonly resetTimeoutMs: number;
+  /**
+   * When several processes serve the run: the Redis stores they share (rate limits, locks, the
+   * cache's second layer) and the PostgreSQL schema of the bulwark stores. Unset: all in memory,
+   * the stores in the bank's own (embedded) database.
+   */
+  readonly shared?: { readonly redis: RedisStores; readonly schema: string } | undefined;
 }
 
 /** One build of the API: where the two differ. */

@@ -53,15 +53,14 @@ function priorityOf(method: string | undefined, url: string | undefined): Priori
 export async function protectedBuild(deps: BuildDeps): Promise<Build> {
   const { bank, broker, processor, warehouse } = deps;
   const { db } = bank;
-  const stores = postgresStores(db, { timeoutMs: 5_000 });
+  const { shared } = deps;
+  const stores = postgresStores(db.handle, { timeoutMs: 5_000, schema: shared?.schema });
   await stores.migrate();
 
   let breakerTransitions = 0;
   let breakerRefusals = 0;
   let shed = 0;
   let accountReads = 0;
-  let enqueued = 0;
-  let delivered = 0;
 
   const card = smartResilience({
     maxAttempts: 4,
@@ -70,15 +69,27 @@ export async function protectedBuild(deps: BuildDeps): Promise<Build> {
     callTimeoutMs: 1_200,
     failureThreshold: 5,
     resetTimeoutMs: deps.resetTimeoutMs,
-    breaker: { onStateChange: () => breakerTransitions++, onRejected: () => breakerRefusals++ },
+    breaker: {
+      onStateChange: ({ to }) => {
+        breakerTransitions++;
+        deps.series.breakerState(deps.source, to);
+      },
+      onRejected: () => breakerRefusals++,
+    },
   });
   const charge = (reference: string, cents: number, cardNumber: string, idempotencyKey: string) =>
     card.execute(({ signal }) =>
       processor.charge({ reference, cents, card: cardNumber, idempotencyKey }, signal),
     );
 
-  const locks = distributedLock();
-  const accounts = readThroughCache({ layers: [memoryLayer({ maxEntries: 1_000 })], ttlMs: 1_000 });
+  const locks = distributedLock({ store: shared?.redis.lock });
+  const accounts = readThroughCache({
+    layers:
+      shared === undefined
+        ? [memoryLayer({ maxEntries: 1_000 })]
+        : [memoryLayer({ maxEntries: 1_000 }), shared.redis.cacheLayer],
+    ttlMs: 1_000,
+  });
   const shedder = loadShedder({ limits: { inFlight: 16 }, onRejected: () => shed++ });
 
   const relay = outboxRelay({
@@ -86,10 +97,13 @@ export async function protectedBuild(deps: BuildDeps): Promise<Build> {
     publish: (messages) => broker.publish(messages.map(({ id, topic, payload }) => ({ id, topic, payload }))),
     pollMs: 100,
     backoff: exponentialJitter({ baseMs: 50, maxMs: 500, random: seededRandom(deps.seed + 1) }),
-    onDelivered: ({ marked }) => {
-      delivered += marked;
-    },
   });
+  const undelivered = async (): Promise<number> => {
+    const { rows } = await db.query<{ n: string | number }>(
+      `SELECT count(*) AS n FROM "${stores.schema}".outbox WHERE status = 'pending'`,
+    );
+    return Number(rows[0]?.n ?? 0);
+  };
   broker.subscribe(async (message) => {
     const { paymentId } = message.payload as { paymentId: string };
     await db.transaction((tx) =>
@@ -102,7 +116,7 @@ export async function protectedBuild(deps: BuildDeps): Promise<Build> {
 
   /** Credits under the account's lock; the fence refuses a write from a holder whose lease ended. */
   const credit = async ({ accountId, paymentId, cents }: PaymentInput): Promise<void> => {
-    const fresh = await locks.withLock(
+    await locks.withLock(
       `account:${accountId}`,
       async ({ fence }) => {
         const account = await readAccount(db, accountId);
@@ -119,7 +133,6 @@ export async function protectedBuild(deps: BuildDeps): Promise<Build> {
       },
       { ttlMs: 5_000, waitMs: 10_000 },
     );
-    if (fresh) enqueued++;
     await accounts.delete(`account:${accountId}`);
   };
 
@@ -141,7 +154,12 @@ export async function protectedBuild(deps: BuildDeps): Promise<Build> {
     name: 'bulwark',
     middleware: [
       rateLimitMiddleware({
-        limiter: rateLimiter({ name: 'tenant', limit: deps.tenantRatePerSecond, periodMs: 1_000 }),
+        limiter: rateLimiter({
+          name: 'tenant',
+          limit: deps.tenantRatePerSecond,
+          periodMs: 1_000,
+          store: shared?.redis.rateLimit,
+        }),
         key: tenantOf,
       }),
       loadSheddingMiddleware({ shedder, priority: (req) => priorityOf(req.method, req.url) }),
@@ -166,7 +184,7 @@ export async function protectedBuild(deps: BuildDeps): Promise<Build> {
       });
     },
     async drain(timeoutMs) {
-      await waitFor(() => delivered >= enqueued && broker.pending === 0, timeoutMs);
+      await waitFor(async () => broker.pending === 0 && (await undelivered()) === 0, timeoutMs);
     },
     stats: () => ({ breakerTransitions, breakerRefusals, shed, accountReads }),
     async close() {

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { problemResponse } from '../../src/http/index.js';
 import { isSagaFailedError, ResilienceError } from '../../src/index.js';
+import type { SeriesRecorder } from '../series.js';
 import type { Build, OrderInput, PaymentInput } from './build.js';
 
 /** A running API: its base URL and how to stop it. */
@@ -82,17 +83,29 @@ function answerError(req: IncomingMessage, res: ServerResponse, error: unknown):
 }
 
 /**
- * Starts `build` on its own port of 127.0.0.1. `accountIds` are the accounts that exist.
+ * Starts `build` on its own port of 127.0.0.1. `accountIds` are the accounts that exist. Counts in
+ * `series`, per answered request, whether it reached a route (`admitted`) or the middleware refused
+ * it (429: `rate-limited`, 503: `shed`; an idempotent replay counts as admitted).
  *
  * @example
  * const api = await startApi(build, bank.accountIds);
  * await fetch(`${api.url}/accounts/acct-1`);
  * await api.close();
  */
-export async function startApi(build: Build, accountIds: readonly string[]): Promise<RunningApi> {
+export async function startApi(
+  build: Build,
+  accountIds: readonly string[],
+  series: SeriesRecorder,
+): Promise<RunningApi> {
   const accounts = new Set(accountIds);
   const server = createServer((req, res) => {
     let index = 0;
+    let routed = false;
+    res.once('finish', () => {
+      if (!routed && res.statusCode === 429) series.count('rate-limited');
+      else if (!routed && res.statusCode === 503) series.count('shed');
+      else series.count('admitted');
+    });
     const next = (error?: unknown): void => {
       if (error !== undefined) {
         answerError(req, res, error);
@@ -100,7 +113,10 @@ export async function startApi(build: Build, accountIds: readonly string[]): Pro
       }
       const middleware = build.middleware[index++];
       if (middleware !== undefined) middleware(req, res, next);
-      else route(build, accounts, req, res).catch((failure: unknown) => answerError(req, res, failure));
+      else {
+        routed = true;
+        route(build, accounts, req, res).catch((failure: unknown) => answerError(req, res, failure));
+      }
     };
     next();
   });

@@ -6,6 +6,7 @@
 import { systemClock } from '../../src/index.js';
 import { seededRandom } from '../../src/testing/index.js';
 import { DECLINED_CARD } from '../processor.js';
+import type { SeriesRecorder } from '../series.js';
 import type { Timeline } from '../timeline.js';
 import { UNDELIVERABLE } from '../warehouse.js';
 import { type Operation, perform } from './client.js';
@@ -21,6 +22,8 @@ export interface LoadOptions {
   readonly clients: number;
   /** Clients of the noisy tenant, busy only in its phase. */
   readonly noisyClients: number;
+  /** Where each operation's latency is recorded by the second it finished in. */
+  readonly series?: SeriesRecorder;
   /** Receives the recorder once the load starts (for a progress display). */
   readonly onStart?: (recorder: LoadRecorder) => void;
 }
@@ -76,7 +79,7 @@ function noisyOperation(
  */
 export async function runLoad(options: LoadOptions): Promise<LoadStats> {
   const { baseUrl, seed, timeline, accountIds } = options;
-  const recorder = new LoadRecorder();
+  const recorder = new LoadRecorder(options.series);
   timeline.start();
   options.onStart?.(recorder);
 

@@ -1,4 +1,5 @@
 /** What the load generator saw: responses by class, operations, latencies. */
+import type { SeriesRecorder } from '../series.js';
 
 /** How one HTTP attempt ended, as the client saw it. */
 export type AttemptResult = number | 'timeout' | 'aborted' | 'network';
@@ -36,6 +37,12 @@ export class LoadRecorder {
   #operations = 0;
   #succeeded = 0;
   readonly #latencies: number[] = [];
+  readonly #series: SeriesRecorder | undefined;
+
+  /** A recorder that also records each operation's latency in `series`, when given. */
+  constructor(series?: SeriesRecorder) {
+    this.#series = series;
+  }
 
   /** HTTP requests sent so far (for the progress bar's rate). */
   get requests(): number {
@@ -58,6 +65,7 @@ export class LoadRecorder {
     this.#operations++;
     if (succeeded) this.#succeeded++;
     this.#latencies.push(latencyMs);
+    this.#series?.latency(latencyMs);
   }
 
   /** The stats so far. */
