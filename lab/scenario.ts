@@ -1,19 +1,19 @@
 /**
  * One lab run: the same seeded load against the protected build, then against the naive one, each
- * on its own embedded database, processor, warehouse and broker; then the ground truth of each.
+ * on its own database, processor, warehouse and broker; then the ground truth of each. The builds
+ * run in this process on embedded stores, or in worker processes on real services
+ * (lab/hosts/*).
  */
-import type { Build, BuildDeps } from './api/build.js';
-import { naiveBuild } from './api/naive.js';
-import { protectedBuild } from './api/protected.js';
-import { startApi } from './api/server.js';
-import { createBank, snapshotBank } from './bank.js';
-import { createBroker } from './broker.js';
+import { snapshotBank } from './bank.js';
 import type { BuildRun } from './checks.js';
-import { pgliteDatabase } from './database.js';
+import { embeddedHost } from './hosts/embedded.js';
+import type { BuildHost, HostContext } from './hosts/host.js';
+import type { ServiceUrls } from './hosts/worker-protocol.js';
+import { workersHost } from './hosts/workers.js';
 import { runLoad } from './load/generator.js';
 import type { LoadRecorder } from './load/stats.js';
 import { cardProcessor } from './processor.js';
-import { SeriesRecorder } from './series.js';
+import { mergeSeries, SeriesRecorder } from './series.js';
 import { createTimeline, type Timeline } from './timeline.js';
 import { waitFor } from './wait.js';
 import { createWarehouse } from './warehouse.js';
@@ -28,68 +28,81 @@ export interface LabOptions {
   readonly clients?: number;
   /** Clients of the noisy tenant. @default 12 */
   readonly noisyClients?: number;
+  /**
+   * Run each build in this many worker processes on `services` (real Redis, PostgreSQL and NATS)
+   * instead of in this process on embedded stores. @default 0 (embedded)
+   */
+  readonly workers?: number;
+  /** Where the services are, with `workers`. */
+  readonly services?: ServiceUrls;
   /** Called when a build's load starts, with what to watch. */
   readonly onLoad?: (build: string, recorder: LoadRecorder, timeline: Timeline) => void;
   /** Called when a build's load is over and its events are being drained. */
   readonly onSettle?: (build: string) => void;
 }
 
-/** Which builds a run compares, in the order they run. */
-const builds: ReadonlyArray<{ name: string; make: (deps: BuildDeps) => Build | Promise<Build> }> = [
-  { name: 'bulwark', make: protectedBuild },
-  { name: 'naive', make: naiveBuild },
-];
+/** The builds a run compares, in the order they run. */
+const builds = ['bulwark', 'naive'] as const;
+
+function startHost(context: HostContext, options: LabOptions): Promise<BuildHost> {
+  const { workers = 0, services } = options;
+  if (workers === 0) return embeddedHost(context);
+  if (services === undefined) throw new TypeError('runLab: "workers" needs "services"');
+  return workersHost(context, workers, services);
+}
 
 async function runBuild(
-  entry: (typeof builds)[number],
+  build: HostContext['build'],
   options: LabOptions & { seed: number },
 ): Promise<BuildRun> {
   const { seed, durationMs } = options;
   const timeline = createTimeline(durationMs);
-  const bank = await createBank(await pgliteDatabase(), 12);
   const series = new SeriesRecorder(timeline);
-  const deps: BuildDeps = {
-    seed,
-    timeline,
-    bank,
-    broker: createBroker({ seed }),
-    processor: cardProcessor({ seed, timeline, series }),
-    warehouse: createWarehouse(),
-    series,
-    source: 'breaker',
-    tenantRatePerSecond: 50,
-    resetTimeoutMs: Math.min(2_000, Math.max(500, durationMs * 0.08)),
-  };
-  const build = await entry.make(deps);
-  const api = await startApi(build, bank.accountIds, series);
-  try {
-    const load = await runLoad({
-      baseUrl: api.url,
+  const processor = cardProcessor({ seed, timeline, series });
+  const warehouse = createWarehouse();
+  const host = await startHost(
+    {
+      build,
       seed,
       timeline,
-      accountIds: bank.accountIds,
+      series,
+      processor,
+      warehouse,
+      accounts: 12,
+      tenantRatePerSecond: 50,
+      resetTimeoutMs: Math.min(2_000, Math.max(500, durationMs * 0.08)),
+    },
+    options,
+  );
+  try {
+    const load = await runLoad({
+      baseUrls: host.urls,
+      seed,
+      timeline,
+      accountIds: host.bank.accountIds,
       clients: options.clients ?? 16,
       noisyClients: options.noisyClients ?? 12,
       series,
-      onStart: (recorder) => options.onLoad?.(entry.name, recorder, timeline),
+      onStart: (recorder) => {
+        host.start(Date.now());
+        options.onLoad?.(build, recorder, timeline);
+      },
     });
-    options.onSettle?.(entry.name);
+    options.onSettle?.(build);
     // Calls a client stopped waiting for may still charge: let them land before counting.
-    await waitFor(() => deps.processor.ledger().inFlight === 0, 10_000);
-    await build.drain(10_000);
+    await waitFor(() => processor.ledger().inFlight === 0, 10_000);
+    const settled = await host.settle(15_000);
     return {
-      name: entry.name,
+      name: build,
       load,
-      processor: deps.processor.ledger(),
-      warehouse: deps.warehouse.ledger(),
-      bank: await snapshotBank(bank.db),
-      stats: build.stats(),
-      series: series.series(),
+      processor: processor.ledger(),
+      warehouse: warehouse.ledger(),
+      bank: await snapshotBank(host.bank.db),
+      stats: settled.stats,
+      series: mergeSeries([series.series(), ...settled.series]),
     };
   } finally {
-    await api.close();
-    await build.close();
-    await bank.db.close();
+    await host.close();
   }
 }
 
@@ -102,6 +115,6 @@ async function runBuild(
  */
 export async function runLab(options: LabOptions): Promise<BuildRun[]> {
   const runs: BuildRun[] = [];
-  for (const entry of builds) runs.push(await runBuild(entry, { ...options, seed: options.seed ?? 1 }));
+  for (const build of builds) runs.push(await runBuild(build, { ...options, seed: options.seed ?? 1 }));
   return runs;
 }

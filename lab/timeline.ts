@@ -34,8 +34,8 @@ export interface Timeline {
   phase(): PhaseName;
   /** Whether the load should still be running. */
   running(): boolean;
-  /** Starts the clock of the run: phases count from here. */
-  start(): void;
+  /** Starts the clock of the run: phases count from now, or from `atMs` on the clock. */
+  start(atMs?: number): void;
   /** The run's length in ms. */
   readonly durationMs: number;
 }
@@ -54,8 +54,8 @@ export function createTimeline(durationMs: number, clock: Clock = systemClock): 
   return {
     durationMs,
     elapsedMs,
-    start() {
-      startedAt = clock.now();
+    start(atMs = clock.now()) {
+      startedAt = atMs;
     },
     running: () => startedAt !== undefined && elapsedMs() < durationMs,
     phase() {

@@ -47,8 +47,9 @@ export interface BuildDeps {
   readonly timeline: Timeline;
   readonly bank: Bank;
   readonly broker: Broker;
-  readonly processor: CardProcessor;
-  readonly warehouse: Warehouse;
+  /** The card processor: in process, or the main process's over HTTP (its ledger stays there). */
+  readonly processor: Pick<CardProcessor, 'charge' | 'refund'>;
+  readonly warehouse: Omit<Warehouse, 'ledger'>;
   /** Where the build records its breaker's state changes (the report's timeline). */
   readonly series: SeriesRecorder;
   /** Names this process's breaker in the series (`'breaker'`, or the worker's name). */

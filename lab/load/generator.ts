@@ -14,7 +14,8 @@ import { LoadRecorder, type LoadStats } from './stats.js';
 
 /** Options of {@link runLoad}. */
 export interface LoadOptions {
-  readonly baseUrl: string;
+  /** The API's base URLs: client `i` uses `baseUrls[i % length]`. */
+  readonly baseUrls: readonly string[];
   readonly seed: number;
   readonly timeline: Timeline;
   readonly accountIds: readonly string[];
@@ -71,14 +72,14 @@ function noisyOperation(
 }
 
 /**
- * Runs the load against `baseUrl` until the timeline ends; resolves with what the clients saw once
+ * Runs the load against `baseUrls` until the timeline ends; resolves with what the clients saw once
  * every operation has finished.
  *
  * @example
- * const stats = await runLoad({ baseUrl, seed: 1, timeline, accountIds, clients: 16, noisyClients: 8 });
+ * const stats = await runLoad({ baseUrls: [url], seed: 1, timeline, accountIds, clients: 16, noisyClients: 8 });
  */
 export async function runLoad(options: LoadOptions): Promise<LoadStats> {
-  const { baseUrl, seed, timeline, accountIds } = options;
+  const { baseUrls, seed, timeline, accountIds } = options;
   const recorder = new LoadRecorder(options.series);
   timeline.start();
   options.onStart?.(recorder);
@@ -86,7 +87,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadStats> {
   const client = async (index: number, noisy: boolean): Promise<void> => {
     const random = seededRandom(seed * 7_919 + index);
     const pick: Pick = (items) => items[Math.floor(random() * items.length)]!;
-    const settings = { baseUrl, random, recorder };
+    const settings = { baseUrl: baseUrls[index % baseUrls.length]!, random, recorder };
     for (let sequence = 1; timeline.running(); sequence++) {
       if (noisy && timeline.phase() !== 'noisy tenant') {
         await systemClock.sleep(50);
