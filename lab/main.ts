@@ -10,9 +10,11 @@
  *   npm start -- --duration 10         # seconds of load per build
  *   npm start -- --seed 7
  *   npm start -- --workers 4           # 4 processes per build on Redis, PostgreSQL and NATS
+ *   npm start -- --report out.html     # where the charts go (default lab-report.html)
  */
 import { parseArgs } from 'node:util';
 import { progressBar } from './progress.js';
+import { writeHtmlReport } from './report/index.js';
 import { runLab } from './scenario.js';
 import { checkServices, serviceUrls } from './services.js';
 import { renderReport } from './table.js';
@@ -22,6 +24,7 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '25' },
     seed: { type: 'string', default: '1' },
     workers: { type: 'string', default: '0' },
+    report: { type: 'string', default: 'lab-report.html' },
   },
 });
 const durationS = Number(values.duration);
@@ -35,7 +38,7 @@ if (
   workers > 32
 ) {
   console.error(
-    'usage: npm start -- [--duration <seconds of load per build>] [--seed <integer>] [--workers <0-32>]',
+    'usage: npm start -- [--duration <seconds of load per build>] [--seed <integer>] [--workers <0-32>] [--report <path of the HTML report>]',
   );
   process.exit(2);
 }
@@ -69,7 +72,10 @@ try {
   });
   progress.stop();
   const { text, ok } = renderReport(runs, { workers });
-  console.log(`\n${text}\n\nfinished in ${((performance.now() - started) / 1_000).toFixed(1)} s`);
+  await writeHtmlReport(values.report, runs, { seed, durationMs: durationS * 1_000, workers });
+  console.log(
+    `\n${text}\n\nfinished in ${((performance.now() - started) / 1_000).toFixed(1)} s; charts in ${values.report}`,
+  );
   process.exitCode = ok ? 0 : 1;
 } catch (error) {
   progress.stop();
