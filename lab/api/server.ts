@@ -4,17 +4,14 @@
  * `GET /accounts/:id` to the build, and answers every error as RFC 9457 problem+json.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { problemResponse } from '../../src/http/index.js';
 import { isSagaFailedError, ResilienceError } from '../../src/index.js';
+import { type Listening, listenOnLoopback } from '../listen.js';
 import type { SeriesRecorder } from '../series.js';
 import type { Build, OrderInput, PaymentInput } from './build.js';
 
 /** A running API: its base URL and how to stop it. */
-export interface RunningApi {
-  readonly url: string;
-  close(): Promise<void>;
-}
+export type RunningApi = Listening;
 
 const invalid = (message: string) =>
   new ResilienceError(message, { code: 'ERR_BAD_REQUEST', kind: 'invalid', expose: true });
@@ -120,15 +117,5 @@ export async function startApi(
     };
     next();
   });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenOnLoopback(server);
 }

@@ -6,15 +6,12 @@
  * whose caller hangs up is aborted, as the in-process processor is by its caller's signal.
  */
 import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type Listening, listenOnLoopback } from '../listen.js';
 import type { CardProcessor } from '../processor.js';
 import type { Warehouse } from '../warehouse.js';
 
 /** A running ground-truth server. */
-export interface GroundTruthServer {
-  readonly url: string;
-  close(): Promise<void>;
-}
+export type GroundTruthServer = Listening;
 
 /** What an error carries over the wire. */
 export interface WireError {
@@ -77,15 +74,5 @@ export async function serveGroundTruth(
         (error: unknown) => answer(500, { error: wireError(error) }),
       );
   });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenOnLoopback(server);
 }
