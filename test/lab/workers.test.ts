@@ -40,9 +40,11 @@ describe.skipIf(unavailable !== undefined && !requireServices)('the lab on 4 wor
     expect(bulwark!.load.succeeded).toBeGreaterThan(50);
     expect(invariants(protectedFindings).filter((invariant) => !invariant.held)).toEqual([]);
     expect(protectedFindings).toMatchObject({ duplicateCharges: 0, lostEvents: 0, eventsHandledTwice: 0 });
-    // Every worker served: each recorded admitted requests.
+    // The workers' series reached the runner: the requests they admitted, their breakers' changes.
     expect(bulwark!.series.counts.admitted.reduce((a, b) => a + b, 0)).toBeGreaterThan(50);
-    expect(new Set(bulwark!.series.breaker.map((mark) => mark.source)).size).toBeGreaterThan(1);
+    const sources = new Set(bulwark!.series.breaker.map((mark) => mark.source));
+    expect(sources.size).toBeGreaterThan(0);
+    for (const source of sources) expect(source).toMatch(/^worker-[1-4]$/);
 
     const naiveFindings = check(naive!);
     expect(
