@@ -4,9 +4,10 @@
  * message whose handler failed `maxDeliveries` times to the dead-letter subject and terminates it,
  * and stop() waits for the handler in flight.
  */
+import { getEventListeners } from 'node:events';
 import { AckPolicy, type JetStreamClient, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { headers } from '@nats-io/transport-node';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { deadLetterHeaders, type JetStreamHandler, jetStreamConsumer } from '../../src/stores/nats/index.js';
 import { deferred } from '../support/deferred.js';
 import { useNats } from '../support/services.js';
@@ -155,6 +156,35 @@ nats.describe('jetStreamConsumer on JetStream', () => {
     await run.stop();
   });
 
+  it('a dead letter drops every Nats-* header whatever its case, is deduplicated by stream and sequence when the original had no id, and carries at most 1,000 characters of the error', async () => {
+    const { js, consumer, deadLetterSubject } = await setUp(300);
+    const h = headers();
+    h.set('NATS-Lab-Note', 'internal');
+    h.set('x-tenant', 't1');
+    await js.publish(nats.subject('events', 'created'), JSON.stringify({ n: 1 }), { headers: h });
+    await js.publish(nats.subject('events', 'created'), JSON.stringify({ n: 2 }));
+    const run = jetStreamConsumer(
+      await consumer(),
+      () => {
+        throw new Error('x'.repeat(2_000));
+      },
+      { js, deadLetterSubject, maxDeliveries: 1, retryDelayMs: 10 },
+    );
+    const dead = await jetstream(await nats.connect()).consumers.get(nats.streamName('dead'));
+    const letters = [await dead.next({ expires: 5_000 }), await dead.next({ expires: 5_000 })];
+    await run.stop();
+    const [first, second] = letters.map((letter) => letter?.headers);
+    expect(first?.get('x-tenant')).toBe('t1');
+    expect(first?.has('NATS-Lab-Note')).toBe(false);
+    expect(first?.get('Nats-Msg-Id')).toBe(`${nats.streamName('events')}:1`);
+    expect(second?.get('Nats-Msg-Id')).toBe(`${nats.streamName('events')}:2`);
+    // An original without headers gives a dead letter with only the dead-letter headers.
+    expect([...(second?.keys() ?? [])].sort()).toEqual(
+      ['Nats-Msg-Id', ...Object.values(deadLetterHeaders)].sort(),
+    );
+    expect(first?.get(deadLetterHeaders.error)).toBe(`Error: ${'x'.repeat(993)}`);
+  });
+
   it('keeps a message whose dead letter cannot be published (no stream captures the subject), to try again', async () => {
     const { js, pending, consumer } = await setUp(30_000);
     await publish(js, 'e1', { n: 1 });
@@ -259,7 +289,74 @@ describe('jetStreamConsumer options', () => {
     expect(() => jetStreamConsumer({} as never, handler, valid)).toThrow(
       /"consumer" to be a JetStream consumer \(with consume\)/,
     );
+    expect(() => jetStreamConsumer(null as never, handler, valid)).toThrow(
+      /"consumer" to be a JetStream consumer \(with consume\), got null/,
+    );
+    expect(() => jetStreamConsumer(consumer, handler, { ...valid, js: null as never })).toThrow(
+      /"js" to be a JetStream client \(with publish\), got null/,
+    );
+    expect(() => jetStreamConsumer(consumer, handler, 5 as never)).toThrow(
+      /"jetStreamConsumer options" to be an options object/,
+    );
     expect(() => jetStreamConsumer(consumer, 'handle' as never, valid)).toThrow(/"handler" to be a function/);
+  });
+
+  /** A consumer whose `consume` resolves when told, with the given messages and then nothing until closed. */
+  function scriptedConsumer(messages: readonly JsMsg[] = []) {
+    const opened = deferred<void>();
+    const closed = deferred<void>();
+    const asked: unknown[] = [];
+    const iterable = {
+      close: () => {
+        closed.resolve();
+        return Promise.resolve(undefined);
+      },
+      async *[Symbol.asyncIterator]() {
+        yield* messages;
+        await closed.promise;
+      },
+    };
+    return {
+      consumer: {
+        consume: async (options: unknown) => {
+          asked.push(options);
+          await opened.promise;
+          return iterable;
+        },
+      } as never,
+      asked,
+      open: () => opened.resolve(),
+    };
+  }
+  const fakeMessage = (settled: string[]) =>
+    ({ info: { deliveryCount: 1 }, ack: () => settled.push('ack'), nak: () => settled.push('nak') }) as never;
+
+  it('pulls maxMessages ahead, and gives the handler the signal it stops with', async () => {
+    const settled: string[] = [];
+    const { consumer: scripted, asked, open } = scriptedConsumer([fakeMessage(settled)]);
+    const controller = new AbortController();
+    const signals: AbortSignal[] = [];
+    const run = jetStreamConsumer(scripted, (_, context) => void signals.push(context.signal), {
+      ...valid,
+      maxMessages: 7,
+      signal: controller.signal,
+    });
+    open();
+    await vi.waitFor(() => expect(settled).toEqual(['ack']));
+    expect(asked).toEqual([{ max_messages: 7 }]);
+    expect(signals).toEqual([controller.signal]);
+    await run.stop();
+  });
+
+  it('stop() before the consumer opened still closes it once it opens, and leaves no abort listener', async () => {
+    const { consumer: scripted, open } = scriptedConsumer();
+    const controller = new AbortController();
+    const run = jetStreamConsumer(scripted, handler, { ...valid, signal: controller.signal });
+    const stopped = run.stop();
+    open();
+    await stopped;
+    await run.done;
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 
   it('does not consume at all when the signal is already aborted', async () => {

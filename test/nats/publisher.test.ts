@@ -4,6 +4,7 @@
  * failures named in an OutboxPublishError, and the signal honoured.
  */
 import { randomUUID } from 'node:crypto';
+import { getEventListeners } from 'node:events';
 import { type JetStreamClient, jetstream, type PubAck } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
 import { OutboxPublishError } from '../../src/outbox/errors.js';
@@ -173,6 +174,46 @@ describe('natsJetStreamPublisher without a server', () => {
     const message = event('a', 1);
     await publish([message], live);
     expect(calls).toEqual([{ msgID: message.id, timeout: 250 }]);
+  });
+
+  it('sets no timeout of its own when none is given (the client keeps its default)', async () => {
+    const calls: unknown[] = [];
+    const publish = natsJetStreamPublisher({
+      publish: async (...args) => {
+        calls.push(args[2]);
+        return { stream: 's', seq: 1, duplicate: false } as PubAck;
+      },
+    });
+    const message = event('a', 1);
+    await publish([message], live);
+    expect(calls).toStrictEqual([{ msgID: message.id }]);
+  });
+
+  it('names a payload that is not JSON, and passes any other failure of the client on unchanged', async () => {
+    const other = Object.assign(new Error('wrong last sequence'), { name: 'JetStreamApiError' });
+    const failures = [other, undefined];
+    const publish = natsJetStreamPublisher({
+      publish: () => Promise.reject(failures.shift()),
+    });
+    const batch = [event('a', undefined), event('b', 2), event('c', 3)];
+    const error = (await publish(batch, live).catch((e: unknown) => e)) as OutboxPublishError;
+    expect(error).toBeInstanceOf(OutboxPublishError);
+    expect((error.failures.get(batch[0]!.id) as Error).message).toBe(
+      `the payload of event ${batch[0]!.id} is not JSON`,
+    );
+    expect(error.failures.get(batch[1]!.id)).toBe(other);
+    expect(error.failures.has(batch[2]!.id)).toBe(true);
+    expect(error.failures.get(batch[2]!.id)).toBeUndefined(); // a client rejecting with nothing
+  });
+
+  it('leaves no abort listener on the signal once a publish settled', async () => {
+    const controller = new AbortController();
+    const publish = natsJetStreamPublisher({
+      publish: async () => ({ stream: 's', seq: 1, duplicate: false }) as PubAck,
+    });
+    await publish([event('a', 1)], { signal: controller.signal });
+    await publish([event('b', 2)], { signal: controller.signal }).catch(() => undefined);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 
   it.each([

@@ -11,8 +11,9 @@ import { OutboxPublishError } from '../../src/outbox/errors.js';
 import { outboxRelay } from '../../src/outbox/outbox-relay.js';
 import type { OutboxMessage, Publish } from '../../src/outbox/store.js';
 import type { PostgresStores, PostgresTransaction } from '../../src/stores/postgres/index.js';
+import { FakeClock } from '../../src/testing/index.js';
 import { deferred } from '../support/deferred.js';
-import { serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
+import { type StoreOverrides, serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
 import { usePostgres } from '../support/services.js';
 
 /** Waits until `condition()` holds, trying every 20 ms; fails after `timeoutMs`. */
@@ -27,7 +28,7 @@ async function eventually(condition: () => boolean | Promise<boolean>, timeoutMs
 const pg = await usePostgres();
 
 interface Backend {
-  stores(): Promise<PostgresStores>;
+  stores(overrides?: StoreOverrides): Promise<PostgresStores>;
   /** Runs `work` in a transaction; rolls back when it throws. */
   transaction<T>(work: (tx: PostgresTransaction) => Promise<T>): Promise<T>;
 }
@@ -166,6 +167,92 @@ function scenarios(name: string, backend: () => Backend): void {
       await stores.close();
     });
 
+    it('release hands the claimed events back at once; failed keeps the error readable; dead letters and redrive filter by topic; reap deletes what was delivered over an hour ago', async () => {
+      const b = backend();
+      const stores = await b.stores();
+      const { outbox } = stores;
+      await b.transaction((tx) =>
+        outbox.enqueue(tx, [event(1), { topic: 'payments', payload: { n: 2 } }, event(3)]),
+      );
+      expect(await outbox.claim('r', 1, 60_000)).toHaveLength(1);
+      await outbox.release('r');
+      const claimed = await outbox.claim('s', 10, 60_000);
+      expect(numbers(claimed)).toEqual([1, 2, 3]);
+      const [one, two, three] = claimed;
+      const dead = (id: string, error: string) => ({ id, error, retryInMs: 0, dead: true });
+      expect(
+        await outbox.failed('s', [dead(one!.id, 'Error: a\u0000b'), dead(two!.id, 'Error: declined')]),
+      ).toBe(2);
+      expect((await outbox.deadLetters({ topic: 'payments' })).map((l) => l.id)).toEqual([two!.id]);
+      expect((await outbox.deadLetters({ limit: 1 })).map((l) => l.lastError)).toEqual(['Error: a\uFFFDb']);
+      expect(await outbox.redrive({ topic: 'payments' })).toBe(1);
+      expect((await outbox.deadLetters()).map((l) => l.id)).toEqual([one!.id]);
+
+      expect(await outbox.delivered('s', [three!.id])).toBe(1);
+      expect(await outbox.reap()).toBe(0); // delivered just now: kept for an hour
+      await b.transaction(async (tx) => {
+        await tx.query(
+          `UPDATE "${stores.schema}".outbox SET delivered_at = clock_timestamp() - interval '61 minutes' WHERE id = $1`,
+          [three!.id],
+        );
+      });
+      expect(await outbox.reap()).toBe(1);
+      await stores.close();
+    });
+
+    it('the reaper runs every minute once a relay claimed, on the store set clock; close() stops it', async () => {
+      const b = backend();
+      const clock = new FakeClock(1_000);
+      const stores = await b.stores({ clock });
+      await b.transaction((tx) => stores.outbox.enqueue(tx, [event(1)]));
+      const [one] = await stores.outbox.claim('r', 10, 60_000);
+      await stores.outbox.delivered('r', [one!.id]);
+      await b.transaction(async (tx) => {
+        await tx.query(
+          `UPDATE "${stores.schema}".outbox SET delivered_at = clock_timestamp() - interval '2 hours'`,
+        );
+      });
+      const count = async () => {
+        let n = 0;
+        await b.transaction(async (tx) => {
+          const { rows } = await tx.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM "${stores.schema}".outbox`,
+          );
+          n = rows[0]!.n;
+        });
+        return n;
+      };
+      expect(await count()).toBe(1);
+      await clock.advance(60_000);
+      await expect.poll(count).toBe(0);
+      await stores.close();
+      expect(clock.pendingTimers).toBe(0);
+    });
+
+    it('refuses a bad owner, ids, topic or transaction client with a TypeError naming it', async () => {
+      const b = backend();
+      const stores = await b.stores();
+      const { outbox } = stores;
+      const id = '00000000-0000-4000-8000-000000000000';
+      await expect(outbox.enqueue(null as never, [event(1)])).rejects.toThrow(
+        /"tx" to be a transaction client/,
+      );
+      const callable = Object.assign(() => undefined, { query: () => Promise.resolve({ rows: [] }) });
+      await expect(outbox.enqueue(callable as never, [event(1)])).rejects.toThrow(
+        /"tx" to be a transaction client/,
+      );
+      await expect(outbox.delivered('', [id])).rejects.toThrow(/"owner"/);
+      await expect(outbox.failed('', [])).rejects.toThrow(/"owner"/);
+      await expect(outbox.release('')).rejects.toThrow(/"owner"/);
+      await expect(outbox.delivered('r', id as never)).rejects.toThrow(/"ids" to be an array of event ids/);
+      await expect(outbox.delivered('r', [id, 'nope'])).rejects.toThrow(/"ids" to be an array of event ids/);
+      await expect(outbox.deadLetters({ topic: '' })).rejects.toThrow(/"topic"/);
+      await expect(outbox.redrive({ topic: '' })).rejects.toThrow(/"topic"/);
+      await expect(outbox.deadLetters({ limit: 0 })).rejects.toThrow(/"limit"/);
+      expect(await outbox.deadLetters({ limit: 1 })).toEqual([]);
+      await stores.close();
+    });
+
     it('a relay delivers 200 events of 10 keys, each key in order, and wakes on commit', async () => {
       const b = backend();
       const stores = await b.stores();
@@ -193,7 +280,7 @@ function scenarios(name: string, backend: () => Backend): void {
 }
 
 scenarios('the PostgreSQL outbox (pg)', () => ({
-  stores: () => serverStores(pg),
+  stores: (overrides) => serverStores(pg, overrides),
   async transaction(work) {
     const client = await pg.pool().connect();
     try {
@@ -213,7 +300,7 @@ scenarios('the PostgreSQL outbox (pg)', () => ({
 describe('the PostgreSQL outbox (PGlite)', () => {
   const embedded = useEmbeddedPostgres();
   scenarios('PGlite', () => ({
-    stores: () => embedded.stores(),
+    stores: (overrides) => embedded.stores(overrides),
     transaction: (work) => (embedded.db() as PGlite).transaction((tx) => work(tx)),
   }));
 });

@@ -108,6 +108,7 @@ export class PostgresSagaLog implements SagaLog {
       state,
       output ?? null,
     ]);
+    // Stryker disable next-line OptionalChaining: the statement ends in `SELECT count(*)`, so it always returns one row
     return rows[0]?.n === 1;
   }
 
