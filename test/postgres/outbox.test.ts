@@ -185,8 +185,10 @@ function scenarios(name: string, backend: () => Backend): void {
       ).toBe(2);
       expect((await outbox.deadLetters({ topic: 'payments' })).map((l) => l.id)).toEqual([two!.id]);
       expect((await outbox.deadLetters({ limit: 1 })).map((l) => l.lastError)).toEqual(['Error: a\uFFFDb']);
+      expect(await outbox.redrive({ ids: [one!.id] })).toBe(1);
+      expect((await outbox.deadLetters()).map((l) => l.id)).toEqual([two!.id]);
       expect(await outbox.redrive({ topic: 'payments' })).toBe(1);
-      expect((await outbox.deadLetters()).map((l) => l.id)).toEqual([one!.id]);
+      expect(await outbox.deadLetters()).toEqual([]);
 
       expect(await outbox.delivered('s', [three!.id])).toBe(1);
       expect(await outbox.reap()).toBe(0); // delivered just now: kept for an hour
@@ -246,6 +248,19 @@ function scenarios(name: string, backend: () => Backend): void {
       await expect(outbox.release('')).rejects.toThrow(/"owner"/);
       await expect(outbox.delivered('r', id as never)).rejects.toThrow(/"ids" to be an array of event ids/);
       await expect(outbox.delivered('r', [id, 'nope'])).rejects.toThrow(/"ids" to be an array of event ids/);
+      await expect(outbox.delivered('r', [Object(id)])).rejects.toThrow(/"ids" to be an array of event ids/);
+      // Nothing to write: not a statement sent on the caller's transaction.
+      const statements: string[] = [];
+      await b.transaction(async (tx) => {
+        const recording: PostgresTransaction = {
+          query: (text, params) => {
+            statements.push(text);
+            return tx.query(text, params);
+          },
+        };
+        expect(await outbox.enqueue(recording, [])).toEqual([]);
+      });
+      expect(statements).toEqual([]);
       await expect(outbox.deadLetters({ topic: '' })).rejects.toThrow(/"topic"/);
       await expect(outbox.redrive({ topic: '' })).rejects.toThrow(/"topic"/);
       await expect(outbox.deadLetters({ limit: 0 })).rejects.toThrow(/"limit"/);
