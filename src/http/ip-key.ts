@@ -120,8 +120,12 @@ function parseIpv6(text: string): number[] {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x3a /* : */) {
-      if (digits > 0) groups.push(value);
-      else if (i > 0) gapAt = groups.length; // the second colon of "::"
+      if (digits > 0) {
+        groups.push(value);
+      } else {
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: (true, >=) the address is valid (isIP), so a colon at 0 is the first of a leading "::", whose second colon sets the same gapAt (0)
+        if (i > 0) gapAt = groups.length; // the second colon of "::"
+      }
       value = 0;
       digits = 0;
     } else if (c === 0x2e /* . */) {

@@ -62,6 +62,11 @@ describe('keySlot', () => {
     expect(keySlot('x{ü}')).toBe(keySlot('ü'));
   });
 
+  it('hashes U+007F as one byte and U+0080 as its two UTF-8 bytes', () => {
+    for (const key of ['\u007f', 'a\u0080b', '\u0080', '{\u0080}x'])
+      expect([key, keySlot(key)]).toEqual([key, referenceSlot(key)]);
+  });
+
   it('hashes a lone surrogate as U+FFFD, the bytes a client writes for it', () => {
     expect(keySlot('a\ud800b')).toBe(keySlot('a\ufffdb'));
   });
