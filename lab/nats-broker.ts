@@ -120,15 +120,18 @@ export async function natsBroker(options: NatsBrokerOptions): Promise<Broker & {
       published += messages.length;
     },
     subscribe(consumer) {
-      void js.consumers.get(stream, CONSUMER).then((pull) => {
-        consuming = jetStreamConsumer(pull, handle(consumer), {
-          js,
-          deadLetterSubject: `${stream}.dead`,
-          maxDeliveries: 50,
-          retryDelayMs: 200,
-        });
-        consuming.done.catch(() => undefined);
-      });
+      void js.consumers.get(stream, CONSUMER).then(
+        (pull) => {
+          consuming = jetStreamConsumer(pull, handle(consumer), {
+            js,
+            deadLetterSubject: `${stream}.dead`,
+            maxDeliveries: 50,
+            retryDelayMs: 200,
+          });
+          consuming.done.catch(() => undefined);
+        },
+        (error: unknown) => console.error('lab broker: cannot consume', error),
+      );
     },
     get pending() {
       return pending;
