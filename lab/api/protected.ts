@@ -90,7 +90,9 @@ export async function protectedBuild(deps: BuildDeps): Promise<Build> {
         : [memoryLayer({ maxEntries: 1_000 }), shared.redis.cacheLayer],
     ttlMs: 1_000,
   });
-  const shedder = loadShedder({ limits: { inFlight: 16 }, onRejected: () => shed++ });
+  // Eight requests in flight keep every worker busy; beyond that they only queue (behind the
+  // processor's latency spikes, or the embedded database's one session): shed the least urgent.
+  const shedder = loadShedder({ limits: { inFlight: 8 }, onRejected: () => shed++ });
 
   const relay = outboxRelay({
     outbox: stores.outbox,
