@@ -99,6 +99,42 @@ function scenarios(name: string, backend: () => Backend): void {
       await stores.close();
     });
 
+    it('with more keys queued than the claim remembers (100 > 64), each claim takes heads only, whoever holds the rest', async () => {
+      const b = backend();
+      const stores = await b.stores();
+      const keys = Array.from({ length: 100 }, (_, k) => k);
+      const rounds = [0, 1, 2].flatMap((r) => keys.map((k) => event(`${k}.${r}`, `k${k}`)));
+      await b.transaction((tx) =>
+        stores.outbox.enqueue(tx, [...rounds, ...[0, 1, 2, 3, 4].map((n) => event(`u${n}`))]),
+      );
+      const round = (r: number, from: number, to: number) => keys.slice(from, to).map((k) => `${k}.${r}`);
+      const a = await stores.outbox.claim('a', 50, 10_000);
+      expect(numbers(a)).toEqual(round(0, 0, 50));
+      const bHeads = await stores.outbox.claim('b', 1_000, 10_000);
+      expect(numbers(bHeads)).toEqual([...round(0, 50, 100), 'u0', 'u1', 'u2', 'u3', 'u4']);
+      expect(await stores.outbox.claim('x', 1_000, 10_000)).toEqual([]); // every head leased
+      await stores.outbox.delivered(
+        'a',
+        a.map((m) => m.id),
+      );
+      const c = await stores.outbox.claim('c', 1_000, 10_000);
+      expect(numbers(c)).toEqual(round(1, 0, 50));
+      const keyed = bHeads.filter((m) => m.key !== undefined);
+      const retryLater = keyed.map((m) => ({ id: m.id, error: 'Error: no', retryInMs: 60_000, dead: false }));
+      expect(await stores.outbox.failed('b', retryLater)).toBe(50);
+      await stores.outbox.delivered(
+        'b',
+        bHeads.filter((m) => m.key === undefined).map((m) => m.id),
+      );
+      expect(await stores.outbox.claim('d', 1_000, 10_000)).toEqual([]); // heads leased or waiting to retry
+      await stores.outbox.delivered(
+        'c',
+        c.map((m) => m.id),
+      );
+      expect(numbers(await stores.outbox.claim('e', 1_000, 10_000))).toEqual(round(2, 0, 50));
+      await stores.close();
+    });
+
     it('a failing head holds back its key only; after maxAttempts it is a dead letter and the key moves on; redrive', async () => {
       const b = backend();
       const stores = await b.stores();

@@ -4,6 +4,7 @@
  * with defaults): never drop, rename or rewrite, so an older process keeps working beside a newer
  * one, and re-running one is harmless. Its `version` is its position (1, 2, …) and never changes.
  */
+import { claimFunction } from './outbox-sql.js';
 
 /** One migration: its statements, run in order in the migration transaction. */
 export interface Migration {
@@ -128,5 +129,12 @@ export const migrations: readonly Migration[] = [
       )`,
       `CREATE INDEX IF NOT EXISTS inbox_processed_at ON ${s}.inbox (processed_at)`,
     ],
+  },
+  {
+    version: 5,
+    name: 'outbox claim function',
+    // The claim as a function that runs under planner settings of its own (see outbox-sql.ts): its
+    // work then follows the events it takes, whatever the statistics say.
+    statements: (s) => [claimFunction(s)],
   },
 ];

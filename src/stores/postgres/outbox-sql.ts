@@ -5,6 +5,10 @@
  * deadlock on them), so a later transaction on a key gets its `seq` only after the earlier one
  * committed. A claim takes only the oldest pending event of each key, and never skips one: there
  * is no cursor, so an event whose transaction committed late is claimed like any other.
+ *
+ * The claim is a function in the schema (`outbox_claim`, migration 5, see {@link claimFunction}):
+ * it walks the pending events in `seq` order and stops once it holds `limit`, so its work follows
+ * the events it takes, not the backlog, whatever the planner's statistics say.
  */
 import { epochMs, msFromNow, reapStatement } from './sql.js';
 
@@ -20,7 +24,7 @@ export interface OutboxSql {
   readonly lockKeys: string;
   /** $1 the events as a JSON array (id, topic, key, payload, headers, n), $2 the channel → one row. */
   readonly insert: string;
-  /** $1 owner, $2 limit, $3 leaseMs → the claimed events. */
+  /** $1 owner, $2 limit, $3 leaseMs → the claimed events (through `outbox_claim`). */
   readonly claim: string;
   /** $1 owner, $2 ids as a JSON array → one row (n). */
   readonly delivered: string;
@@ -40,6 +44,98 @@ const message = (o: string) =>
   `${o}.id::text AS id, ${o}.topic, ${o}.key, ${o}.payload::text AS payload, ${o}.headers::text AS headers,
    ${o}.attempts, ${epochMs(`${o}.created_at`)} AS created_at, ${o}.seq::text AS seq`;
 
+/** Keys of blocked events a claim's walk remembers and passes over; past them it asks per event. */
+const SKIPPED_KEYS = 64;
+
+/** `o` is pending, due, and not leased to a relay (an ended lease counts as none). */
+const claimable = (o: string) => `${o}.status = 'pending' AND ${o}.available_at <= clock_timestamp()
+        AND (${o}.lease_until IS NULL OR ${o}.lease_until <= clock_timestamp())`;
+
+/**
+ * The claim's statement: $1 owner, $2 limit, $3 leaseMs. A recursive walk visits the claimable events in `seq`
+ * order, one index step each, and the outer `LIMIT` stops it once `limit` events are locked, so a
+ * backlog behind them costs nothing. Each event it visits is its key's head unless an older event of
+ * the key is still pending (asked newest first, so the answer is the nearest one behind it, found at
+ * once on either index the planner picks). A blocked event's key joins `skipped` (up to
+ * {@link SKIPPED_KEYS} keys), whose later events the walk's index scan then passes over in one
+ * filter each: a few hot keys with long queues cost one pass over their events, not a step per
+ * event. The candidates are locked `FOR UPDATE SKIP LOCKED` and checked again under the lock (an
+ * event another relay just claimed is left to it).
+ *
+ * The earlier statement sorted every pending event (each with its own older-event probe) before its
+ * `LIMIT`: a claim cost the whole backlog whenever the planner lacked fresh statistics (as while a
+ * backlog builds up), and with a few hot keys the planner could pick a probe that made it quadratic.
+ */
+export function claimStatement(table: string): string {
+  const next = (after: string, skipped: string) => `SELECT n.seq, n.key FROM ${table} AS n
+        WHERE ${claimable('n')} AND n.seq > ${after} AND (n.key IS NULL OR n.key <> ALL (${skipped}))
+        ORDER BY n.seq LIMIT 1`;
+  const head = (o: string) => `${o}.key IS NULL OR (
+        SELECT e.seq FROM ${table} AS e WHERE e.status = 'pending' AND e.key = ${o}.key AND e.seq < ${o}.seq
+        ORDER BY e.seq DESC LIMIT 1
+      ) IS NULL`;
+  return `WITH RECURSIVE walk(seq, key, head, skipped) AS (
+        SELECT f.seq, f.key, ${head('f')}, ARRAY[]::text[] FROM (${next('0', 'ARRAY[]::text[]')}) AS f
+        UNION ALL
+        SELECT n.seq, n.key, ${head('n')}, s.skipped
+        FROM walk
+        CROSS JOIN LATERAL (SELECT CASE WHEN walk.head OR cardinality(walk.skipped) >= ${SKIPPED_KEYS}
+          THEN walk.skipped ELSE walk.skipped || walk.key END AS skipped) AS s
+        CROSS JOIN LATERAL (${next('walk.seq', 's.skipped')}) AS n
+      ), picked AS (
+        SELECT c.seq FROM walk CROSS JOIN LATERAL (
+          SELECT o.seq FROM ${table} AS o WHERE o.seq = walk.seq AND walk.head AND ${claimable('o')}
+          FOR UPDATE SKIP LOCKED
+        ) AS c
+        LIMIT $2
+      )
+      UPDATE ${table} AS o SET owner = $1, lease_until = ${msFromNow('$3')}
+      FROM picked WHERE o.seq = picked.seq
+      RETURNING ${message('o')}`;
+}
+
+/**
+ * The planner settings the claim runs under: every step of its walk and every lookup is then an
+ * index scan. Without them the planner may answer a walk step ("the next pending event after this
+ * one") with a bitmap scan of every pending event and a sort, which it prices below the ordered index
+ * scan whenever its statistics say few events are pending: stale statistics (a backlog that grew
+ * since the last `ANALYZE`) made each step, and so each claim, cost the whole backlog. `jit` is off
+ * because the settings work by pricing the other plans out, which would make the planner think the
+ * statement costly enough to compile.
+ */
+export const CLAIM_PLANNER_SETTINGS: readonly (readonly [string, string])[] = [
+  ['enable_seqscan', 'off'],
+  ['enable_bitmapscan', 'off'],
+  ['enable_sort', 'off'],
+  ['enable_hashjoin', 'off'],
+  ['enable_mergejoin', 'off'],
+  ['jit', 'off'],
+];
+
+/**
+ * `<schema>.outbox_claim(owner, limit, leaseMs)`: {@link claimStatement} under
+ * {@link CLAIM_PLANNER_SETTINGS}: a function's `SET` clauses hold for its own statements only, and
+ * for the caller it is one statement (so it works through PgBouncer's transaction pooling). In
+ * PL/pgSQL, so each connection keeps the statement's plan instead of planning it per call. A changed
+ * claim gets a function of a new name, so that processes of the older version keep theirs.
+ */
+export function claimFunction(schema: string): string {
+  const settings = CLAIM_PLANNER_SETTINGS.map(([name, value]) => `SET ${name} = ${value}`).join(' ');
+  const statement = claimStatement(`${schema}.outbox`)
+    .replaceAll('$1', 'claim_owner')
+    .replaceAll('$2', 'claim_limit')
+    .replaceAll('$3', 'claim_lease_ms');
+  return `CREATE OR REPLACE FUNCTION ${schema}.outbox_claim(claim_owner text, claim_limit int, claim_lease_ms float8)
+      RETURNS TABLE (id text, topic text, key text, payload text, headers text, attempts int, created_at float8, seq text)
+      LANGUAGE plpgsql ${settings}
+      AS $claim$
+      #variable_conflict use_column
+      BEGIN
+        RETURN QUERY WITH claimed AS (${statement}) SELECT * FROM claimed;
+      END
+      $claim$`;
+}
+
 /** The statements for the table in `schema` (already quoted). */
 export function outboxSql(schema: string): OutboxSql {
   const table = `${schema}.outbox`;
@@ -55,18 +151,7 @@ export function outboxSql(schema: string): OutboxSql {
         ORDER BY e.n
         RETURNING 1
       ) SELECT count(*)::int AS n, pg_notify($2, '') FROM added`,
-    claim: `WITH picked AS (
-        SELECT o.seq FROM ${table} AS o
-        WHERE o.status = 'pending' AND o.available_at <= clock_timestamp()
-          AND (o.lease_until IS NULL OR o.lease_until <= clock_timestamp())
-          AND (o.key IS NULL OR NOT EXISTS (
-            SELECT 1 FROM ${table} AS e WHERE e.status = 'pending' AND e.key = o.key AND e.seq < o.seq
-          ))
-        ORDER BY o.seq LIMIT $2 FOR UPDATE SKIP LOCKED
-      )
-      UPDATE ${table} AS o SET owner = $1, lease_until = ${msFromNow('$3')}
-      FROM picked WHERE o.seq = picked.seq
-      RETURNING ${message('o')}`,
+    claim: `SELECT * FROM ${schema}.outbox_claim($1::text, $2::int, $3::float8)`,
     delivered: `WITH done AS (
         UPDATE ${table} SET status = 'delivered', delivered_at = clock_timestamp(), owner = NULL, lease_until = NULL
         WHERE owner = $1 AND status = 'pending'
