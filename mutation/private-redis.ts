@@ -19,6 +19,9 @@ export async function usePrivateRedis(): Promise<string> {
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
     { stdio: 'ignore' },
   );
+  // Unref'd: the run ends when its own work does (with `process.exitCode` set, as check.ts and
+  // static.ts do), and the exit hook kills the server. A ref'd child kept them running forever.
+  child.unref();
   process.on('exit', () => child.kill('SIGKILL'));
   const url = `redis://127.0.0.1:${port}`;
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });

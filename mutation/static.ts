@@ -5,7 +5,7 @@
  * whole suite (about 25 s), some 1,500 of them, hours on 2 cores. Here each static mutant the
  * committed report holds as ignored runs against the tests of its own folder instead
  * (`src/<folder>/**\/*.test.ts`; for the Redis stores also `test/{rate-limit,idempotency,lock}/redis-*.test.ts`,
- * for the PostgreSQL stores `test/postgres/*.test.ts`), and
+ * for the PostgreSQL stores `test/postgres/*.test.ts`, for the NATS stores `test/nats/*.test.ts`), and
  * its result replaces the "ignored" in the committed report, its reason saying which tests ran.
  * So does every survivor: one that runs both at load and in tests ("hybrid") was switched on by
  * the main run only for the tests that reach it at run time, after the module had loaded
@@ -38,6 +38,7 @@ function testsOf(folder: string): string[] {
       'test/lock/redis-*.test.ts',
     );
   if (folder === 'src/stores/postgres') tests.push('test/postgres/*.test.ts');
+  if (folder === 'src/stores/nats') tests.push('test/nats/*.test.ts');
   return tests;
 }
 const identity = (m: Mutant) =>

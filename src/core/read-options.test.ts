@@ -27,6 +27,7 @@ import {
   required,
   type Schema,
   signal,
+  storeOf,
   withDefault,
 } from './read-options.js';
 
@@ -236,6 +237,25 @@ describe('checks', () => {
     const mode = oneOf(['fast', 'safe', 'off']);
     expect(mode('mode', 'off')).toBe('off');
     refuses(mode, 'slow', 'expected "n" to be one of "fast", "safe", "off", got "slow"');
+  });
+
+  it('storeOf wants an object with each method, and a numeric timeoutMs when it has a deadline', () => {
+    const lockStore = storeOf('a lock store', ['acquire', 'release'], true);
+    const store = { acquire() {}, release() {}, timeoutMs: 100 };
+    expect(lockStore('store', store)).toBe(store);
+    const message = (got: string) =>
+      `expected "store" to be a lock store (acquire, release, timeoutMs), got ${got}`;
+    expect(() => lockStore('store', 'redis')).toThrow(new TypeError(message('"redis"')));
+    expect(() => lockStore('store', null)).toThrow(new TypeError(message('null')));
+    expect(() => lockStore('store', { acquire() {}, timeoutMs: 100 })).toThrow(TypeError);
+    expect(() => lockStore('store', { acquire() {}, release() {} })).toThrow(TypeError);
+    expect(() => lockStore('store', { ...store, timeoutMs: '100' })).toThrow(TypeError);
+    const plain = storeOf('a cache layer', ['get'], false);
+    const layer = { get() {} };
+    expect(plain('layer', layer)).toBe(layer);
+    expect(() => plain('layer', {})).toThrow(
+      new TypeError('expected "layer" to be a cache layer (get), got an object'),
+    );
   });
 
   it('boolean accepts false as well as true', () => {

@@ -60,8 +60,10 @@ function loadedRecord<T, V>(loaded: unknown): Versioned<T, V> | undefined {
 /** The wait before retry `retry`: a NaN or negative backoff means no wait. */
 function delayOf(backoff: Backoff, retry: number): number {
   const delay = backoff(retry);
+  // Stryker disable EqualityOperator: (>=) a delay of 0 (or -0) waits no time either way
   // biome-ignore lint/complexity/useMathMinMax: the ternary maps NaN to 0 (Math.max keeps NaN)
   return delay > 0 ? delay : 0;
+  // Stryker restore EqualityOperator
 }
 
 class OptimisticUpdater<K, T, V> implements OptimisticUpdate<K, T> {
@@ -78,6 +80,7 @@ class OptimisticUpdater<K, T, V> implements OptimisticUpdate<K, T> {
   }
 
   async update(key: K, options?: OptimisticUpdateCallOptions): Promise<T> {
+    // Stryker disable next-line ConditionalExpression: (false) reading undefined options gives no signal too; the test only skips the read
     const signal = options === undefined ? undefined : readOptimisticCallOptions(options).signal;
     const { load, save, mutate, maxAttempts, backoff, clock } = this.#o;
     const given = signal ?? neverAborted;
