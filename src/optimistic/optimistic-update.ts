@@ -60,10 +60,10 @@ function loadedRecord<T, V>(loaded: unknown): Versioned<T, V> | undefined {
 /** The wait before retry `retry`: a NaN or negative backoff means no wait. */
 function delayOf(backoff: Backoff, retry: number): number {
   const delay = backoff(retry);
-  // Stryker disable EqualityOperator: (>=) a delay of 0 (or -0) waits no time either way
-  // biome-ignore lint/complexity/useMathMinMax: the ternary maps NaN to 0 (Math.max keeps NaN)
-  return delay > 0 ? delay : 0;
-  // Stryker restore EqualityOperator
+  // Not Math.max: NaN is to be 0 too (Math.max keeps NaN).
+  // Stryker disable next-line EqualityOperator: (>=) a delay of 0 (or -0) waits no time either way
+  const waits = delay > 0;
+  return waits ? delay : 0;
 }
 
 class OptimisticUpdater<K, T, V> implements OptimisticUpdate<K, T> {

@@ -6,6 +6,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { describe, expect, it } from 'vitest';
 import { postgresStores } from '../../src/stores/postgres/index.js';
 import { migrations } from '../../src/stores/postgres/migrations.js';
+import { CLAIM_PLANNER_SETTINGS } from '../../src/stores/postgres/outbox-sql.js';
 import { usePostgres } from '../support/services.js';
 
 const pg = await usePostgres();
@@ -81,6 +82,45 @@ pg.describe('migrations on PostgreSQL (pg)', () => {
         `INSERT INTO "${pg.schema}".idempotency_keys (key, fingerprint, status, token, expires_at) VALUES ('x', 'f', 'DONE', 't', now())`,
       ),
     ).rejects.toThrow(/check constraint/);
+    await stores.close();
+  });
+});
+
+/** The indexes the stores' statements rely on, by table. */
+const INDEXES = {
+  saga_runs: ['saga_runs_claimable', 'saga_runs_finished_at'],
+  outbox: ['outbox_pending', 'outbox_pending_keys', 'outbox_delivered'],
+  inbox: ['inbox_processed_at'],
+};
+
+pg.describe('migrations on PostgreSQL (pg): what they create', () => {
+  it("creates every index the stores' statements rely on", async () => {
+    const stores = postgresStores(pg.pool(), { schema: pg.schema });
+    await stores.migrate();
+    for (const [table, names] of Object.entries(INDEXES)) {
+      const { rows } = await pg
+        .admin()
+        .query<{ indexname: string }>(
+          'SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = $2',
+          [pg.schema, table],
+        );
+      expect(rows.map((r) => r.indexname)).toEqual(expect.arrayContaining(names));
+    }
+    await stores.close();
+  });
+
+  it('creates the outbox claim function with its planner settings', async () => {
+    const stores = postgresStores(pg.pool(), { schema: pg.schema });
+    await stores.migrate();
+    const { rows } = await pg
+      .admin()
+      .query<{ proconfig: string[] }>(
+        'SELECT p.proconfig FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = $2',
+        [pg.schema, 'outbox_claim'],
+      );
+    expect(rows.map((r) => r.proconfig)).toEqual([
+      CLAIM_PLANNER_SETTINGS.map(([name, value]) => `${name}=${value}`),
+    ]);
     await stores.close();
   });
 });

@@ -1,8 +1,8 @@
 /**
- * The migrations of every PostgreSQL store, in order: one plain list, appended to as patterns land
- * (locks, the saga log, the outbox). A migration only adds (`CREATE … IF NOT EXISTS`, new columns
- * with defaults): never drop, rename or rewrite, so an older process keeps working beside a newer
- * one, and re-running one is harmless. Its `version` is its position (1, 2, …) and never changes.
+ * The migrations of every PostgreSQL store, in order: one plain list, appended to as patterns land.
+ * A migration only adds (`CREATE … IF NOT EXISTS`, new columns with defaults, a function of a new
+ * name): never drop, rename or rewrite, so an older process keeps working beside a newer one, and
+ * re-running one is harmless. Its `version` is its position (1, 2, …) and never changes.
  */
 import { claimFunction } from './outbox-sql.js';
 
