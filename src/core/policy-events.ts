@@ -149,7 +149,7 @@ export class CallEvents<Reason extends string> {
     const timed = !Number.isNaN(startedAt); // the call began observed
     // A call that began unobserved has no duration for telemetry: only a listener added since
     // wants its event (and the telemetry check, the costliest part here, is skipped).
-    // Stryker disable next-line ConditionalExpression: (false) the early return only saves work: unobserved and unlistened, the rest emits to nobody and returns outcome
+    // Stryker disable next-line ConditionalExpression: (false) the early return only saves work: unobserved and unlistened, the rest emits to nobody and returns outcome; (true), hidden too, is killed by the event tests
     if (timed ? !this.observed : !this.succeeded.active && !this.failed.active) return outcome;
     const durationMs = timed ? this.clock.now() - startedAt : 0;
     const t = timed ? telemetry() : undefined;

@@ -61,7 +61,7 @@ function loadedRecord<T, V>(loaded: unknown): Versioned<T, V> | undefined {
 function delayOf(backoff: Backoff, retry: number): number {
   const delay = backoff(retry);
   // Not Math.max: NaN is to be 0 too (Math.max keeps NaN).
-  // Stryker disable next-line EqualityOperator: (>=) a delay of 0 (or -0) waits no time either way
+  // Stryker disable next-line EqualityOperator: (>=) a delay of 0 (or -0) waits no time either way; (<=), hidden too, is killed by the backoff tests
   const waits = delay > 0;
   return waits ? delay : 0;
 }
@@ -80,7 +80,7 @@ class OptimisticUpdater<K, T, V> implements OptimisticUpdate<K, T> {
   }
 
   async update(key: K, options?: OptimisticUpdateCallOptions): Promise<T> {
-    // Stryker disable next-line ConditionalExpression: (false) reading undefined options gives no signal too; the test only skips the read
+    // Stryker disable next-line ConditionalExpression: (false) reading undefined options gives no signal too, the test only skips the read; (true), hidden too, is killed by the abort tests
     const signal = options === undefined ? undefined : readOptimisticCallOptions(options).signal;
     const { load, save, mutate, maxAttempts, backoff, clock } = this.#o;
     const given = signal ?? neverAborted;
