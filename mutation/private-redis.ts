@@ -23,6 +23,12 @@ export async function usePrivateRedis(): Promise<string> {
   // static.ts do), and the exit hook kills the server. A ref'd child kept them running forever.
   child.unref();
   process.on('exit', () => child.kill('SIGKILL'));
+  // A run stopped with Ctrl-C or kill ends without 'exit' handlers: stop the server then too.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const)
+    process.once(signal, () => {
+      child.kill('SIGKILL');
+      process.exit(1);
+    });
   const url = `redis://127.0.0.1:${port}`;
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   client.on('error', () => {});

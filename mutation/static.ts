@@ -13,7 +13,8 @@
  * A folder's tests are fewer than the suite, so a kill here is a kill, and a survivor here is at
  * worst a survivor of the full suite: the score is a lower bound.
  *
- * `npm run mutate:static -- src/core` limits it to the folders named.
+ * `npm run mutate:static -- src/core` limits it to the folders named; `-- src/stores/postgres/outbox-sql.ts`
+ * to the files named (each still against its folder's tests).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { usePrivateRedis } from './private-redis.js';
@@ -46,10 +47,12 @@ const identity = (m: Mutant) =>
 
 const report = JSON.parse(readFileSync(committed, 'utf8')) as Report;
 const only = process.argv.slice(2);
+const onlyFolders = only.filter((arg) => !arg.endsWith('.ts'));
+const onlyFiles = only.filter((arg) => arg.endsWith('.ts'));
 const byFolder = new Map<string, Map<string, Mutant[]>>();
 for (const [file, { mutants }] of Object.entries(report.files)) {
   const folder = folderOf(file);
-  if (only.length > 0 && !only.includes(folder)) continue;
+  if (only.length > 0 && !onlyFolders.includes(folder) && !onlyFiles.includes(file)) continue;
   const statics = mutants.filter(
     (m) =>
       (m.status === 'Ignored' && m.statusReason === STATIC_REASON) ||

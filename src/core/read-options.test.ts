@@ -247,6 +247,8 @@ describe('checks', () => {
       `expected "store" to be a lock store (acquire, release, timeoutMs), got ${got}`;
     expect(() => lockStore('store', 'redis')).toThrow(new TypeError(message('"redis"')));
     expect(() => lockStore('store', null)).toThrow(new TypeError(message('null')));
+    // A function carrying the methods is not a store object either.
+    expect(() => lockStore('store', Object.assign(() => {}, store))).toThrow(TypeError);
     expect(() => lockStore('store', { acquire() {}, timeoutMs: 100 })).toThrow(TypeError);
     expect(() => lockStore('store', { acquire() {}, release() {} })).toThrow(TypeError);
     expect(() => lockStore('store', { ...store, timeoutMs: '100' })).toThrow(TypeError);
