@@ -248,7 +248,12 @@ describe('checks', () => {
     expect(() => lockStore('store', 'redis')).toThrow(new TypeError(message('"redis"')));
     expect(() => lockStore('store', null)).toThrow(new TypeError(message('null')));
     // A function carrying the methods is not a store object either.
-    expect(() => lockStore('store', Object.assign(() => {}, store))).toThrow(TypeError);
+    expect(() =>
+      lockStore(
+        'store',
+        Object.assign(() => {}, store),
+      ),
+    ).toThrow(TypeError);
     expect(() => lockStore('store', { acquire() {}, timeoutMs: 100 })).toThrow(TypeError);
     expect(() => lockStore('store', { acquire() {}, release() {} })).toThrow(TypeError);
     expect(() => lockStore('store', { ...store, timeoutMs: '100' })).toThrow(TypeError);
