@@ -6,7 +6,6 @@
  * once run the handler once.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Pool } from 'pg';
 import { describe, expect, it } from 'vitest';
 import { isIdempotencyConflictError } from '../../src/idempotency/errors.js';
 import {
@@ -15,7 +14,12 @@ import {
   type PostgresTransaction,
 } from '../../src/stores/postgres/index.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
-import { type StoreOverrides, serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
+import {
+  pgTransaction,
+  type StoreOverrides,
+  serverStores,
+  useEmbeddedPostgres,
+} from '../support/postgres-stores.js';
 import { usePostgres } from '../support/services.js';
 
 const pg = await usePostgres();
@@ -217,22 +221,6 @@ function sharedScenarios(name: string, backend: () => Backend): void {
       expect(clock.pendingTimers).toBe(0);
     });
   });
-}
-
-/** A `pg` transaction of the consumer's own on a client of `pool`. */
-async function pgTransaction<T>(pool: Pool, work: (tx: PostgresTransaction) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    const value = await work(client);
-    await client.query('COMMIT');
-    return value;
-  } catch (error) {
-    await client.query('ROLLBACK');
-    throw error;
-  } finally {
-    client.release();
-  }
 }
 
 pg.describe('inbox on PostgreSQL (pg)', () => {

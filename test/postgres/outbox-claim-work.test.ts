@@ -13,7 +13,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { describe, expect, it } from 'vitest';
 import type { PostgresStores, PostgresTransaction } from '../../src/stores/postgres/index.js';
 import { CLAIM_PLANNER_SETTINGS, claimStatement } from '../../src/stores/postgres/outbox-sql.js';
-import { serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
+import { pgTransaction, serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
 import { usePostgres } from '../support/services.js';
 
 const pg = await usePostgres();
@@ -100,27 +100,11 @@ function scenarios(name: string, backend: () => Backend): void {
 }
 
 pg.describe('the PostgreSQL outbox claim: its work follows what it takes (pg)', () => {
-  scenarios('pg', () => {
-    const inTransaction = async <T>(work: (tx: PostgresTransaction) => Promise<T>, commit: boolean) => {
-      const client = await pg.pool().connect();
-      try {
-        await client.query('BEGIN');
-        const result = await work(client);
-        await client.query(commit ? 'COMMIT' : 'ROLLBACK');
-        return result;
-      } catch (error) {
-        await client.query('ROLLBACK');
-        throw error;
-      } finally {
-        client.release();
-      }
-    };
-    return {
-      stores: () => serverStores(pg),
-      rolledBack: (work) => inTransaction(work, false),
-      committed: (work) => inTransaction(work, true),
-    };
-  });
+  scenarios('pg', () => ({
+    stores: () => serverStores(pg),
+    rolledBack: (work) => pgTransaction(pg.pool(), work, 'ROLLBACK'),
+    committed: (work) => pgTransaction(pg.pool(), work),
+  }));
 });
 
 describe('the PostgreSQL outbox claim: its work follows what it takes (PGlite)', () => {

@@ -13,7 +13,12 @@ import type { OutboxMessage, Publish } from '../../src/outbox/store.js';
 import type { PostgresStores, PostgresTransaction } from '../../src/stores/postgres/index.js';
 import { FakeClock } from '../../src/testing/index.js';
 import { deferred } from '../support/deferred.js';
-import { type StoreOverrides, serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
+import {
+  pgTransaction,
+  type StoreOverrides,
+  serverStores,
+  useEmbeddedPostgres,
+} from '../support/postgres-stores.js';
 import { usePostgres } from '../support/services.js';
 
 /** Waits until `condition()` holds, trying every 20 ms; fails after `timeoutMs`. */
@@ -332,20 +337,7 @@ function scenarios(name: string, backend: () => Backend): void {
 
 scenarios('the PostgreSQL outbox (pg)', () => ({
   stores: (overrides) => serverStores(pg, overrides),
-  async transaction(work) {
-    const client = await pg.pool().connect();
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK');
-      throw error;
-    } finally {
-      client.release();
-    }
-  },
+  transaction: (work) => pgTransaction(pg.pool(), work),
 }));
 
 describe('the PostgreSQL outbox (PGlite)', () => {

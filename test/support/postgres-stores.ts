@@ -4,11 +4,13 @@
  * fresh schema per call.
  */
 import { PGlite } from '@electric-sql/pglite';
+import type { Pool } from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import {
   type PostgresDatabase,
   type PostgresStores,
   type PostgresStoresOptions,
+  type PostgresTransaction,
   postgresStores,
 } from '../../src/stores/postgres/index.js';
 import type { PostgresService } from './services.js';
@@ -58,4 +60,27 @@ export function useEmbeddedPostgres(): EmbeddedPostgres {
       return migrated(current(), { schema: `e${schemas}`, ...overrides });
     },
   };
+}
+
+/**
+ * Runs `work` in a transaction on a client of `pool` and ends it with `end` (`COMMIT` unless told);
+ * rolls back and rethrows when `work` throws.
+ */
+export async function pgTransaction<T>(
+  pool: Pool,
+  work: (tx: PostgresTransaction) => Promise<T>,
+  end: 'COMMIT' | 'ROLLBACK' = 'COMMIT',
+): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const value = await work(client);
+    await client.query(end);
+    return value;
+  } catch (error) {
+    await client.query('ROLLBACK');
+    throw error;
+  } finally {
+    client.release();
+  }
 }

@@ -52,15 +52,15 @@ const claimable = (o: string) => `${o}.status = 'pending' AND ${o}.available_at 
         AND (${o}.lease_until IS NULL OR ${o}.lease_until <= clock_timestamp())`;
 
 /**
- * The claim's statement: $1 owner, $2 limit, $3 leaseMs. A recursive walk visits the claimable events in `seq`
- * order, one index step each, and the outer `LIMIT` stops it once `limit` events are locked, so a
- * backlog behind them costs nothing. Each event it visits is its key's head unless an older event of
- * the key is still pending (asked newest first, so the answer is the nearest one behind it, found at
- * once on either index the planner picks). A blocked event's key joins `skipped` (up to
- * {@link SKIPPED_KEYS} keys), whose later events the walk's index scan then passes over in one
- * filter each: a few hot keys with long queues cost one pass over their events, not a step per
- * event. The candidates are locked `FOR UPDATE SKIP LOCKED` and checked again under the lock (an
- * event another relay just claimed is left to it).
+ * The claim's statement: $1 owner, $2 limit, $3 leaseMs. A recursive walk visits the claimable
+ * events in `seq` order, one index step each, and the outer `LIMIT` stops it once `limit` events are
+ * locked, so a backlog behind them costs nothing. Each event it visits is its key's head unless an
+ * older event of the key is still pending (asked newest first, so the answer is the nearest one
+ * behind it, found at once on either index the planner picks). A blocked event's key joins
+ * `skipped` (up to {@link SKIPPED_KEYS} keys), whose later events the walk's index scan then passes
+ * over in one filter each: a few hot keys with long queues cost one pass over their events, not a
+ * step per event. The candidates are locked `FOR UPDATE SKIP LOCKED` and checked again under the
+ * lock (an event another relay just claimed is left to it).
  *
  * The earlier statement sorted every pending event (each with its own older-event probe) before its
  * `LIMIT`: a claim cost the whole backlog whenever the planner lacked fresh statistics (as while a
