@@ -4,6 +4,7 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import { describe, expect, it } from 'vitest';
+import { isStoreUnavailableError } from '../../src/core/errors.js';
 import { postgresStores } from '../../src/stores/postgres/index.js';
 import { migrations } from '../../src/stores/postgres/migrations.js';
 import { CLAIM_PLANNER_SETTINGS } from '../../src/stores/postgres/outbox-sql.js';
@@ -125,7 +126,37 @@ pg.describe('migrations on PostgreSQL (pg): what they create', () => {
   });
 });
 
+const NOT_MIGRATED = /does not exist \(has `await stores\.migrate\(\)` run on this schema\?\)/;
+
+pg.describe('a schema not migrated (pg)', () => {
+  it('a missing table or claim function fails as StoreUnavailableError saying to migrate', async () => {
+    const stores = postgresStores(pg.pool(), { schema: pg.schema });
+    const missingTable = await stores.idempotency.claim('k', 'fp', 60_000).catch((e: unknown) => e);
+    expect(isStoreUnavailableError(missingTable)).toBe(true);
+    expect((missingTable as Error).message).toMatch(NOT_MIGRATED);
+    await stores.migrate();
+    // A schema migrated by an older version: everything but the claim function.
+    await pg.admin().query(`DROP FUNCTION "${pg.schema}".outbox_claim(text, int, float8)`);
+    const missingFunction = await stores.outbox.claim('relay', 10, 10_000).catch((e: unknown) => e);
+    expect(isStoreUnavailableError(missingFunction)).toBe(true);
+    expect((missingFunction as Error).message).toMatch(NOT_MIGRATED);
+    await stores.close();
+  });
+});
+
 describe('migrations on PGlite', () => {
+  it('a missing table fails as StoreUnavailableError saying to migrate', async () => {
+    const db = new PGlite();
+    try {
+      const stores = postgresStores(db, { schema: 'fresh' });
+      const failure = await stores.outbox.claim('relay', 10, 10_000).catch((e: unknown) => e);
+      expect(isStoreUnavailableError(failure)).toBe(true);
+      expect((failure as Error).message).toMatch(NOT_MIGRATED);
+    } finally {
+      await db.close();
+    }
+  }, 30_000);
+
   it('migrates once, then is a no-op; schemas are independent', async () => {
     const db = new PGlite();
     try {

@@ -57,4 +57,14 @@ describe('QueryDeadline', () => {
     expect(deadline.failure(failure)).toBe(failure);
     expect(deadline.failure('odd').message).toBe('PostgreSQL failed: odd');
   });
+
+  it('failure() asks whether the schema was migrated for a missing schema, table or function only', () => {
+    const deadline = new QueryDeadline(new FakeClock(), 100, 'PostgreSQL');
+    const coded = (code: string) => Object.assign(new Error(`code ${code}`), { code });
+    const hint = ' (has `await stores.migrate()` run on this schema?)';
+    for (const code of ['3F000', '42P01', '42883'])
+      expect(deadline.failure(coded(code)).message).toBe(`PostgreSQL failed: code ${code}${hint}`);
+    expect(deadline.failure(coded('23505')).message).toBe('PostgreSQL failed: code 23505');
+    expect(deadline.failure(null).message).toBe('PostgreSQL failed: null');
+  });
 });

@@ -50,6 +50,9 @@ export class QueryTicket implements Expiring {
   }
 }
 
+/** SQLSTATEs of a missing schema, table or function: what an unmigrated schema answers. */
+const NOT_MIGRATED: ReadonlySet<string> = new Set(['3F000', '42P01', '42883']);
+
 /**
  * Starts deadlines of store calls and names their failures: a call that misses its deadline fails
  * with `StoreUnavailableError` (cause a `TimeoutError`); any other failure of the database is a
@@ -84,11 +87,19 @@ export class QueryDeadline {
     return ticket;
   }
 
-  /** `error` as the store failure it is (a `StoreUnavailableError` is passed on as is). */
+  /**
+   * `error` as the store failure it is (a `StoreUnavailableError` is passed on as is). A schema,
+   * table or function that does not exist (SQLSTATE 3F000, 42P01, 42883) most likely means a schema
+   * not migrated (or not to this version): the message says to run `migrate()`.
+   */
   failure(error: unknown): StoreUnavailableError {
     if (isStoreUnavailableError(error)) return error;
     const message = error instanceof Error ? error.message : String(error);
-    return new StoreUnavailableError(`${this.what} failed: ${message}`, error);
+    const code = (error as { code?: unknown } | null)?.code;
+    const hint = NOT_MIGRATED.has(code as string)
+      ? ' (has `await stores.migrate()` run on this schema?)'
+      : '';
+    return new StoreUnavailableError(`${this.what} failed: ${message}${hint}`, error);
   }
 
   /** The error of a call that missed its deadline of `timeoutMs`. */
