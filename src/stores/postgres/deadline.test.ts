@@ -32,6 +32,18 @@ describe('QueryDeadline', () => {
     expect(ticket.release()).toBe(false);
   });
 
+  it("calls of the store's own timeout share one timer; a longer one adds its own", () => {
+    const clock = new FakeClock();
+    const deadline = new QueryDeadline(clock, 100, 'PostgreSQL');
+    const tickets = [1, 2, 3].map(() => deadline.begin(() => {}));
+    expect(clock.pendingTimers).toBe(1);
+    const long = deadline.begin(() => {}, 30_000);
+    expect(clock.pendingTimers).toBe(2);
+    for (const ticket of [...tickets, long]) ticket.release();
+    deadline.stop();
+    expect(clock.pendingTimers).toBe(0);
+  });
+
   it('a longer deadline (a migration) gets its own timer, cleared on release', async () => {
     const clock = new FakeClock();
     const deadline = new QueryDeadline(clock, 100, 'PostgreSQL');
@@ -42,6 +54,7 @@ describe('QueryDeadline', () => {
     expect(short.expired).toBe(true);
     expect(long.expired).toBe(false);
     expect(long.release()).toBe(true);
+    expect(long.release()).toBe(false); // over once released
     await clock.advance(30_000);
     expect(failures).toHaveLength(1);
     deadline.stop();
