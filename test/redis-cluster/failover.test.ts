@@ -90,8 +90,14 @@ clusterDescribe('Redis stores through a Redis Cluster failover', () => {
     expect(
       tallies.rateLimit.unavailable + tallies.idempotency.unavailable + tallies.lock.unavailable,
     ).toBeGreaterThan(0);
-    // After it every store answers on the promoted replica's slots, and fences kept increasing.
-    const after = await stores.lock.acquire(victimKeys[0]!, 'after', 10_000);
+    // After it every store answers on the promoted replica's slots, and fences kept increasing. The
+    // load's lock on this key may still be held: an acquire whose reply the failover cut off, or a
+    // release that failed, leaves the lease to its end (5 s); wait for that, then acquire.
+    let after = await stores.lock.acquire(victimKeys[0]!, 'after', 10_000);
+    for (const start = Date.now(); after === undefined && Date.now() - start < 7_000; ) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      after = await stores.lock.acquire(victimKeys[0]!, 'after', 10_000);
+    }
     expect(after!.fence).toBeGreaterThan(before!.fence);
     expect((await stores.idempotency.claim(`${victimKeys[1]!}:after`, 'fp', 5_000)).status).toBe('claimed');
     expect((await limiter.take(victimKeys[2]!)).allowed).toBe(true);
