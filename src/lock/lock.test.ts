@@ -502,7 +502,7 @@ describe('distributedLock: bad input before anything runs', () => {
     [
       'an unknown option',
       (l: ReturnType<typeof distributedLock>) => l.withLock('k', () => {}, { tttlMs: 1 } as never),
-      /tttlMs/,
+      /^unknown option "tttlMs" in withLock options; did you mean "ttlMs"\?$/,
     ],
     ['no keys', (l: ReturnType<typeof distributedLock>) => l.withLocks([], () => {}), /"keys"/],
     [

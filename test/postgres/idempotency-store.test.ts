@@ -12,15 +12,16 @@ import { describe, expect, it } from 'vitest';
 import { idempotency } from '../../src/idempotency/idempotency.js';
 import { channelName } from '../../src/stores/postgres/identifiers.js';
 import { type PostgresStores, postgresStores } from '../../src/stores/postgres/index.js';
+import { FakeClock } from '../../src/testing/fake-clock.js';
 import { countingPool } from '../support/counting.js';
-import { serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
+import { type StoreOverrides, serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
 import { usePostgres } from '../support/services.js';
 
 const pg = await usePostgres();
 
 interface Backend {
   /** A migrated store set on a fresh schema. */
-  stores(): Promise<PostgresStores>;
+  stores(overrides?: StoreOverrides): Promise<PostgresStores>;
   /** Runs a statement outside the stores (for setup and checks). */
   sql<R>(text: string, params?: unknown[]): Promise<R[]>;
 }
@@ -132,12 +133,68 @@ function sharedScenarios(name: string, backend: () => Backend): void {
       expect(await stores.idempotency.reap()).toBe(0);
       await stores.close();
     });
+
+    it('the reaper runs every minute from the first claim, on the store set clock; close() stops it', async () => {
+      const b = backend();
+      const clock = new FakeClock(1_000);
+      const stores = await b.stores({ clock });
+      const t = `"${stores.schema}".idempotency_keys`;
+      await b.sql(
+        `INSERT INTO ${t} (key, fingerprint, status, token, result, expires_at)
+         VALUES ('old', 'fp', 'COMPLETED', 't', '\\x00'::bytea, clock_timestamp() - interval '1 second')`,
+      );
+      await clock.advance(60_000);
+      expect(await b.sql(`SELECT key FROM ${t}`)).toHaveLength(1); // not started yet
+      await stores.idempotency.claim('k', 'fp', 60_000);
+      await clock.advance(60_000);
+      await expect.poll(() => b.sql<{ key: string }>(`SELECT key FROM ${t}`)).toEqual([{ key: 'k' }]);
+      await stores.close();
+      expect(clock.pendingTimers).toBe(0);
+    });
+  });
+
+  describe(`${name}: a key in progress`, () => {
+    it("a duplicate's claim says when the lease ends, from the database's clock", async () => {
+      const b = backend();
+      const stores = await b.stores({ listen: false });
+      expect(await stores.idempotency.claim('k', 'fp', 60_000)).toMatchObject({ status: 'claimed' });
+      const duplicate = await stores.idempotency.claim('k', 'fp', 1_000);
+      if (duplicate.status !== 'in_progress')
+        throw new Error(`expected in_progress, got ${duplicate.status}`);
+      expect(duplicate.retryAfterMs).toBeGreaterThan(55_000);
+      expect(duplicate.retryAfterMs).toBeLessThanOrEqual(60_000);
+      expect(Number.isInteger(duplicate.retryAfterMs)).toBe(true);
+      await stores.close();
+    });
+  });
+
+  describe(`${name}: arguments`, () => {
+    it('a lease or retention of 1 ms is taken; bad ones and a result that is not text are refused, named', async () => {
+      const b = backend();
+      const stores = await b.stores({ listen: false });
+      const store = stores.idempotency;
+      expect(await store.claim('short', 'fp', 1)).toMatchObject({ status: 'claimed' });
+      const claim = await store.claim('k', 'fp', 60_000);
+      if (claim.status !== 'claimed') throw new Error('not claimed');
+      expect(await store.renew('k', claim.token, 60_000)).toBe(true);
+      expect(await store.complete('k', claim.token, 'done', 1)).toBe(true);
+      const refusals: [() => Promise<unknown>, RegExp][] = [
+        [() => store.claim('k2', 'fp', 0), /^expected "leaseMs" to be a positive integer, got 0$/],
+        [() => store.claim('k\u0000', 'fp', 1_000), /^expected "key" /],
+        [() => store.claim('k2', '\u0000', 1_000), /^expected "fingerprint" /],
+        [() => store.renew('k2', 't', 1.5), /^expected "leaseMs" to be a positive integer, got 1\.5$/],
+        [() => store.complete('k2', 't', 'r', -1), /^expected "ttlMs" to be a positive integer, got -1$/],
+        [() => store.complete('k2', 't', 42 as never, 1_000), /^expected "result" to be a string, got 42$/],
+      ];
+      for (const [call, message] of refusals) await expect(call()).rejects.toThrow(message);
+      await stores.close();
+    });
   });
 }
 
 pg.describe('idempotency store on PostgreSQL (pg)', () => {
   sharedScenarios('pg', () => ({
-    stores: () => serverStores(pg),
+    stores: (overrides) => serverStores(pg, overrides),
     sql: async (text, params) => (await pg.admin().query(text, params)).rows,
   }));
 
@@ -237,7 +294,7 @@ pg.describe('idempotency store on PostgreSQL (pg)', () => {
 describe('idempotency store on PGlite', () => {
   const embedded = useEmbeddedPostgres();
   sharedScenarios('PGlite', () => ({
-    stores: () => embedded.stores(),
+    stores: (overrides) => embedded.stores(overrides),
     sql: async (text, params) => (await embedded.db().query<never>(text, params)).rows,
   }));
 });

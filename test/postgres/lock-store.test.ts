@@ -99,7 +99,20 @@ function sharedScenarios(name: string, backend: () => Backend): void {
       );
       const error = await rejection(stores.lock.acquire('k', 'a', 10_000));
       expect(isStoreUnavailableError(error)).toBe(true);
-      expect((error as Error).message).toMatch(/safe integer/);
+      expect((error as Error).message).toMatch(/^(PostgreSQL|PGlite): the fence: expected a safe integer/);
+      // The same for a resource's highest fence, read alone or to name the fence that refused one.
+      await b.sql(`INSERT INTO "${stores.schema}".fences (resource, fence) VALUES ('r', $1)`, [
+        String(2 ** 53),
+      ]);
+      const highest = await rejection(stores.fence.highest('r'));
+      expect(isStoreUnavailableError(highest)).toBe(true);
+      expect((highest as Error).message).toMatch(
+        /^(PostgreSQL|PGlite): the highest fence: expected a safe integer/,
+      );
+      const refused = await rejection(stores.fence.write('r', 1, () => 1));
+      expect((refused as Error).message).toMatch(
+        /^(PostgreSQL|PGlite): the highest fence: expected a safe integer/,
+      );
       await stores.close();
     });
   });
@@ -136,20 +149,30 @@ function sharedScenarios(name: string, backend: () => Backend): void {
       await migrated.close();
       const { db, statements } = b.counting();
       const stores = postgresStores(db, { schema });
-      const refusals = [
-        stores.lock.acquire('a\u0000b', 'a', 1_000),
-        stores.lock.acquire('k', 'o\u0000', 1_000),
-        stores.lock.renew('k\u0000', 'a', 1_000),
-        stores.lock.renew('k', '', 1_000),
-        stores.lock.renew('k', 'a', 0.5),
-        stores.lock.release('\u0000', 'a'),
-        stores.lock.release('k', '\uDC00'),
-        stores.fence.write('r\u0000', 1, () => 1),
-        stores.fence.write('r', Number.NaN, () => 1),
-        stores.fence.write('r', 1, 'apply' as never),
-        stores.fence.highest('\u0000'),
+      // Each refusal names the argument it refuses.
+      const refusals: [Promise<unknown>, string][] = [
+        [stores.lock.acquire('a\u0000b', 'a', 1_000), 'key'],
+        [stores.lock.acquire('k', 'o\u0000', 1_000), 'owner'],
+        [stores.lock.acquire('k', 'a', 0), 'ttlMs'],
+        [stores.lock.renew('k\u0000', 'a', 1_000), 'key'],
+        [stores.lock.renew('k', '', 1_000), 'owner'],
+        [stores.lock.renew('k', 'a', 0.5), 'ttlMs'],
+        [stores.lock.release('\u0000', 'a'), 'key'],
+        [stores.lock.release('k', '\uDC00'), 'owner'],
+        [stores.fence.write('r\u0000', 1, () => 1), 'resource'],
+        [stores.fence.write('r', Number.NaN, () => 1), 'fence'],
+        [stores.fence.write('r', 1, 'apply' as never), 'apply'],
+        [stores.fence.highest('\u0000'), 'resource'],
       ];
-      for (const refusal of refusals) expect(await rejection(refusal)).toBeInstanceOf(TypeError);
+      for (const [refusal, name] of refusals) {
+        const error = await rejection(refusal);
+        expect(error).toBeInstanceOf(TypeError);
+        expect((error as Error).message).toMatch(new RegExp(`^expected "${name}" `));
+      }
+      expect(await rejection(stores.fence.write('r', 1, 'apply' as never))).toHaveProperty(
+        'message',
+        'expected "apply" to be a function, got "apply"',
+      );
       expect(await rejection(stores.lock.acquire('k\u0000', 'a', 1_000))).toHaveProperty(
         'message',
         expect.stringMatching(/"key" to contain no U\+0000/),

@@ -124,6 +124,9 @@ function sharedScenarios(name: string, backend: () => Backend): void {
       await expect(rows.save('c', { value: { n: 1 }, version: '0' as never })).rejects.toThrow(
         'expected "record.version" to be a safe integer (as load gives), got "0"',
       );
+      await expect(rows.save('c', null as never)).rejects.toThrow(
+        'expected "record.version" to be a safe integer (as load gives), got undefined',
+      );
       expect(statements).toEqual([]);
     });
 
@@ -135,7 +138,11 @@ function sharedScenarios(name: string, backend: () => Backend): void {
       const rows = versionedRows<{ body: string }>(b.db(), { schema, table: 'docs', columns: ['body'] });
       const error = await rejection(rows.load('d'));
       expect(isStoreUnavailableError(error)).toBe(true);
-      expect((error as Error).message).toMatch(/safe integer/);
+      expect((error as Error).message).toMatch(
+        new RegExp(
+          `^(PostgreSQL|PGlite): the version of a row of "${schema}"\\."docs": expected a safe integer`,
+        ),
+      );
     });
 
     it('an id that matches several rows is refused loudly (the write happened)', async () => {
@@ -330,6 +337,10 @@ describe('versionedRows options', () => {
   ])('refuses %o', (options, message) => {
     expect(build(options)).toThrow(TypeError);
     expect(build(options)).toThrow(message);
+  });
+
+  it('takes names of up to 63 bytes (what PostgreSQL keeps whole)', () => {
+    expect(build({ table: 'x'.repeat(63), schema: 'é'.repeat(31), columns: ['n'] })).not.toThrow();
   });
 
   it('refuses anything but a pg Pool or a PGlite instance (a pg Client included)', () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { deferred } from '../../../test/support/deferred.js';
 import { FakeClock } from '../../testing/fake-clock.js';
 import { Reaper } from './reaper.js';
 
@@ -24,5 +25,24 @@ describe('Reaper', () => {
     await clock.advance(5_000);
     expect(runs).toBe(2);
     expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('stopped while a run is in flight: that run ends it, nothing is armed again', async () => {
+    const clock = new FakeClock();
+    const run = deferred<void>();
+    let runs = 0;
+    const reaper = new Reaper(clock, 1_000, () => {
+      runs += 1;
+      return run.promise;
+    });
+    reaper.start();
+    await clock.advance(1_000);
+    expect(runs).toBe(1);
+    reaper.stop();
+    run.resolve();
+    await new Promise((resolve) => setImmediate(resolve)); // every microtask of the run's end
+    expect(clock.pendingTimers).toBe(0);
+    await clock.advance(5_000);
+    expect(runs).toBe(1);
   });
 });
