@@ -93,6 +93,7 @@ export class PostgresFenceStore implements FenceStore {
       if (written.length === 0) {
         // The row is ours until the rollback: this read sees the fence that refused us.
         const rows = await this.db.queryIn<{ fence: string }>(tx, this.sql.highest, [resource]);
+        // Stryker disable next-line OptionalChaining: the refused upsert met the row (a conflict) and holds its lock, so this read returns it
         throw new StaleFenceError(resource, fence, this.fence(rows[0]?.fence));
       }
       return apply(tx);

@@ -5,7 +5,7 @@
 
 /** CRC16-XMODEM (polynomial 0x1021, initial value 0) of every byte value, for the byte-wise update. */
 const table = new Uint16Array(256);
-for (let byte = 0; byte < 256; byte++) {
+for (const byte of table.keys()) {
   let crc = byte << 8;
   for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
   table[byte] = crc;
