@@ -9,35 +9,12 @@
  * statement under the function's planner settings. On `pg` and on PGlite (the same planner).
  */
 import { randomUUID } from 'node:crypto';
-import type { PGlite } from '@electric-sql/pglite';
 import { describe, expect, it } from 'vitest';
-import type { PostgresStores, PostgresTransaction } from '../../src/stores/postgres/index.js';
 import { CLAIM_PLANNER_SETTINGS, claimStatement } from '../../src/stores/postgres/outbox-sql.js';
-import { pgTransaction, serverStores, useEmbeddedPostgres } from '../support/postgres-stores.js';
+import { analyzedPlan, onBothDatabases, type PlanBackend, planWork } from '../support/plan-work.js';
 import { usePostgres } from '../support/services.js';
 
 const pg = await usePostgres();
-
-interface PlanNode {
-  readonly 'Actual Rows': number;
-  readonly 'Actual Loops': number;
-  readonly 'Rows Removed by Filter'?: number;
-  readonly Plans?: readonly PlanNode[];
-}
-
-/** Rows every node of `plan` produced or filtered out, over all its loops. */
-function work(plan: PlanNode): number {
-  const own = (plan['Actual Rows'] + (plan['Rows Removed by Filter'] ?? 0)) * plan['Actual Loops'];
-  return own + (plan.Plans ?? []).reduce((sum, child) => sum + work(child), 0);
-}
-
-interface Backend {
-  stores(): Promise<PostgresStores>;
-  /** Runs `work` in a transaction that is then rolled back. */
-  rolledBack<T>(work: (tx: PostgresTransaction) => Promise<T>): Promise<T>;
-  /** Runs `work` in a transaction that commits. */
-  committed(work: (tx: PostgresTransaction) => Promise<void>): Promise<void>;
-}
 
 type Keys = (i: number) => string;
 const unique: Keys = () => randomUUID();
@@ -45,7 +22,7 @@ const unique: Keys = () => randomUUID();
 const hot: Keys = (i) => `tenant-${Math.floor(i / 100) % 7}`;
 
 /** The work of one claim of 100 on a table of `backlog` pending events keyed by `keys`. */
-async function claimWork(b: Backend, backlog: number, keys: Keys, analyze: boolean) {
+async function claimWork(b: PlanBackend, backlog: number, keys: Keys, analyze: boolean) {
   const stores = await b.stores();
   const table = `"${stores.schema}".outbox`;
   for (let i = 0; i < backlog; i += 1_000) {
@@ -66,16 +43,13 @@ async function claimWork(b: Backend, backlog: number, keys: Keys, analyze: boole
     .replaceAll('$3', '30000');
   const result = await b.rolledBack(async (tx) => {
     for (const [name, value] of CLAIM_PLANNER_SETTINGS) await tx.query(`SET LOCAL ${name} = ${value}`);
-    const { rows } = (await tx.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${claim}`)) as unknown as {
-      rows: { 'QUERY PLAN': [{ Plan: PlanNode }] }[];
-    };
-    return rows[0]!['QUERY PLAN'][0].Plan;
+    return analyzedPlan(tx, claim);
   });
   await stores.close();
-  return { work: work(result), claimed: result['Actual Rows'] };
+  return { work: planWork(result), claimed: result['Actual Rows'] };
 }
 
-function scenarios(name: string, backend: () => Backend): void {
+function scenarios(name: string, backend: () => PlanBackend): void {
   describe(name, () => {
     for (const analyze of [false, true]) {
       const stats = analyze ? 'just analyzed' : 'never analyzed';
@@ -99,24 +73,4 @@ function scenarios(name: string, backend: () => Backend): void {
   });
 }
 
-pg.describe('the PostgreSQL outbox claim: its work follows what it takes (pg)', () => {
-  scenarios('pg', () => ({
-    stores: () => serverStores(pg),
-    rolledBack: (work) => pgTransaction(pg.pool(), work, 'ROLLBACK'),
-    committed: (work) => pgTransaction(pg.pool(), work),
-  }));
-});
-
-describe('the PostgreSQL outbox claim: its work follows what it takes (PGlite)', () => {
-  const embedded = useEmbeddedPostgres();
-  scenarios('PGlite', () => ({
-    stores: () => embedded.stores(),
-    rolledBack: (work) =>
-      (embedded.db() as PGlite).transaction(async (tx) => {
-        const result = await work(tx);
-        await tx.rollback();
-        return result;
-      }),
-    committed: (work) => (embedded.db() as PGlite).transaction((tx) => work(tx)),
-  }));
-});
+onBothDatabases(pg, 'the PostgreSQL outbox claim: its work follows what it takes', scenarios);

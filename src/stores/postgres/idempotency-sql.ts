@@ -8,7 +8,7 @@
  * requests nobody waits for must not notify.
  */
 
-import { msFromNow as ms, notifyPayload as payload, reapStatement } from './sql.js';
+import { msFromNow as ms, notifyPayload as payload, reapStatement, statementStart } from './sql.js';
 
 /** The SQL of each decision on `<schema>.idempotency_keys`. */
 export interface IdempotencySql {
@@ -67,6 +67,6 @@ export function idempotencySql(schema: string): IdempotencySql {
       ), woken AS (SELECT CASE WHEN waiters THEN pg_notify($3, ${payload}) END FROM gone)
       SELECT count(*)::int AS n FROM woken`,
     renew: `UPDATE ${table} SET expires_at = ${ms('$3')} WHERE ${owned} RETURNING 1 AS renewed`,
-    reap: reapStatement(table, 'key', 'expires_at < clock_timestamp()', 'expires_at'),
+    reap: reapStatement(table, `expires_at < ${statementStart}`, 'expires_at'),
   };
 }

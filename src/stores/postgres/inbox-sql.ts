@@ -3,7 +3,7 @@
  * processed: its fingerprint and its handler's result as JSON text). All but the reaper's run on
  * the consumer's own transaction, so the row commits with the handler's writes or not at all.
  */
-import { reapStatement } from './sql.js';
+import { reapStatement, statementStart } from './sql.js';
 
 /**
  * How long a processed message is remembered, in milliseconds (7 days): a redelivery within it is a
@@ -36,12 +36,12 @@ export interface InboxSql {
 export function inboxSql(schema: string): InboxSql {
   const table = `${schema}.inbox`;
   const message = 'consumer = $1 AND message_id = $2';
-  const expired = `processed_at < clock_timestamp() - ${INBOX_RETENTION_MS} * interval '1 millisecond'`;
+  const expired = `processed_at < ${statementStart} - ${INBOX_RETENTION_MS} * interval '1 millisecond'`;
   return {
     insert: `INSERT INTO ${table} (consumer, message_id, fingerprint) VALUES ($1, $2, $3)
       ON CONFLICT (consumer, message_id) DO NOTHING RETURNING 1 AS inserted`,
     record: `UPDATE ${table} SET result = $3 WHERE ${message}`,
     recorded: `SELECT fingerprint, result FROM ${table} WHERE ${message}`,
-    reap: reapStatement(table, 'consumer, message_id', expired, 'processed_at'),
+    reap: reapStatement(table, expired, 'processed_at'),
   };
 }

@@ -11,7 +11,7 @@
  * PostgreSQL's notification lock through its commit, which serialises every notifying commit in
  * the database (see idempotency-sql.ts), so a lock nobody waits for must not notify.
  */
-import { epochMs, msFromNow, notifyPayload, nowMicros, reapStatement } from './sql.js';
+import { epochMs, msFromNow, notifyPayload, nowMicros, reapStatement, statementStart } from './sql.js';
 
 /**
  * How far, in µs, the clock must have passed a free row's fence before the reaper deletes it. An
@@ -68,6 +68,6 @@ export function lockSql(schema: string): LockSql {
       ), woken AS (SELECT CASE WHEN waiters THEN pg_notify($3, ${notifyPayload}) END FROM freed)
       SELECT count(*)::int AS n FROM woken`,
     // Released rows have expires_at = their release time, so one test covers released and expired.
-    reap: reapStatement(table, 'key', `expires_at <= clock_timestamp() AND fence < ${floor}`, 'expires_at'),
+    reap: reapStatement(table, `expires_at <= ${statementStart} AND fence < ${floor}`, 'expires_at'),
   };
 }

@@ -10,7 +10,7 @@
  * it walks the pending events in `seq` order and stops once it holds `limit`, so its work follows
  * the events it takes, not the backlog, whatever the planner's statistics say.
  */
-import { epochMs, msFromNow, reapStatement } from './sql.js';
+import { epochMs, msFromNow, reapStatement, statementStart } from './sql.js';
 
 /**
  * How long delivered events are kept before the reaper deletes them, in ms (an hour: enough to
@@ -177,8 +177,7 @@ export function outboxSql(schema: string): OutboxSql {
       ) SELECT count(*)::int AS n, CASE WHEN count(*) > 0 THEN pg_notify($3, '') END FROM back`,
     reap: reapStatement(
       table,
-      'seq',
-      `status = 'delivered' AND delivered_at <= clock_timestamp() - ${OUTBOX_RETENTION_MS} * interval '1 millisecond'`,
+      `status = 'delivered' AND delivered_at <= ${statementStart} - ${OUTBOX_RETENTION_MS} * interval '1 millisecond'`,
       'delivered_at',
     ),
   };

@@ -8,7 +8,7 @@
  * Every statement takes the lease as $1 name, $2 id, $3 owner, $4 leaseMs (claim and reap excepted).
  */
 import { SAGA_RETENTION_MS } from '../../saga/store.js';
-import { msFromNow, reapStatement } from './sql.js';
+import { msFromNow, reapStatement, statementStart } from './sql.js';
 
 /** The SQL of each operation on `<schema>.saga_runs` and `<schema>.saga_steps`. */
 export interface SagaLogSql {
@@ -40,7 +40,7 @@ export function sagaLogSql(schema: string): SagaLogSql {
   const lease = msFromNow('$4');
   const final = `$5::text IN ('completed', 'compensated', 'attention')`;
   const retained = `status IN ('completed', 'compensated')
-    AND finished_at <= clock_timestamp() - ${SAGA_RETENTION_MS} * interval '1 millisecond'`;
+    AND finished_at <= ${statementStart} - ${SAGA_RETENTION_MS} * interval '1 millisecond'`;
   return {
     start: `INSERT INTO ${runs} (name, id, input, status, owner, expires_at)
       VALUES ($1, $2, $5, 'running', $3, ${lease})
@@ -65,9 +65,13 @@ export function sagaLogSql(schema: string): SagaLogSql {
     // claimant. The steps are read from the statement's snapshot, so a run whose row changed after
     // it (an owner's write landing just before its new lease ended too) is left as it is: the row
     // with a NULL id tells the caller to decide again on a new snapshot, which holds that write.
+    // A lease ended is a lease ended by now (the check under the lock sees the run as it is then);
+    // the bound on the statement's start only lets the index stop the scan after the leases ending
+    // within a second of it, instead of passing over every healthy run (see `statementStart`).
     claim: `WITH picked AS (
         SELECT name, id, expires_at FROM ${runs}
         WHERE name = $1 AND ${unfinished} AND expires_at <= clock_timestamp()
+          AND expires_at < ${statementStart} + interval '1 second'
         ORDER BY expires_at LIMIT 1 FOR UPDATE SKIP LOCKED
       ), taken AS (
         UPDATE ${runs} AS r SET owner = $2, expires_at = ${msFromNow('$3')} FROM picked
@@ -81,6 +85,6 @@ export function sagaLogSql(schema: string): SagaLogSql {
           FROM ${steps} AS s WHERE s.name = t.name AND s.saga_id = t.id
         ) AS steps
       FROM picked LEFT JOIN taken AS t ON true`,
-    reap: reapStatement(runs, 'name, id', retained, 'finished_at'),
+    reap: reapStatement(runs, retained, 'finished_at'),
   };
 }
