@@ -147,6 +147,8 @@ pg.describe('a schema not migrated (pg)', () => {
 describe('migrations on PGlite', () => {
   it('a missing table fails as StoreUnavailableError saying to migrate', async () => {
     const db = new PGlite();
+    // A call's deadline (1 s) counts PGlite's start-up, which a loaded machine can take longer for.
+    await db.waitReady;
     try {
       const stores = postgresStores(db, { schema: 'fresh' });
       const failure = await stores.outbox.claim('relay', 10, 10_000).catch((e: unknown) => e);
