@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Cluster, type ClusterOptions, Redis } from 'ioredis';
-import { freePort } from './free-port.js';
+import { freePorts } from './free-port.js';
 
 const run = promisify(execFile);
 
@@ -78,9 +78,8 @@ async function launch(
   clients: (Redis | Cluster)[],
   stop: () => void,
 ): Promise<LocalCluster> {
-  for (let i = 0; i < 6; i++) {
-    const port = await freePort();
-    const bus = await freePort();
+  const spawnNode = async (): Promise<ClusterNode> => {
+    const [port, bus] = (await freePorts(2)) as [number, number];
     const child = spawn(
       'redis-server',
       [
@@ -105,19 +104,31 @@ async function launch(
       ],
       { stdio: 'ignore' },
     );
-    nodes.push({ port, process: child });
-  }
+    return { port, process: child };
+  };
+  for (let i = 0; i < 6; i++) nodes.push(await spawnNode());
   const node = (port: number): Redis => {
     const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 100 });
     client.on('error', () => {});
     clients.push(client);
     return client;
   };
-  const admins = new Map(nodes.map(({ port }) => [port, node(port)]));
-  await waitFor(
-    async () => (await Promise.all([...admins.values()].map((c) => c.ping()))).length === 6,
-    10_000,
-  );
+  const admins = new Map<number, Redis>();
+  const admin = (port: number): Redis => {
+    let client = admins.get(port);
+    if (client === undefined) {
+      client = node(port);
+      admins.set(port, client);
+    }
+    return client;
+  };
+  const exited = (n: ClusterNode): boolean => n.process.exitCode !== null || n.process.signalCode !== null;
+  // A port found free can be taken by another process before its node binds it (tests start
+  // servers and open connections in parallel): a node that exited is started again on other ports.
+  await waitFor(async () => {
+    for (let i = 0; i < nodes.length; i++) if (exited(nodes[i]!)) nodes[i] = await spawnNode();
+    return (await Promise.all(nodes.map(({ port }) => admin(port).ping()))).length === 6;
+  }, 30_000);
   await run('redis-cli', [
     '--cluster',
     'create',
@@ -126,7 +137,7 @@ async function launch(
     '1',
     '--cluster-yes',
   ]);
-  const live = () => nodes.filter((n) => n.process.exitCode === null && n.process.signalCode === null);
+  const live = () => nodes.filter((n) => !exited(n));
   const cluster: LocalCluster = {
     nodes,
     stop,
@@ -141,7 +152,7 @@ async function launch(
     async masters() {
       for (const { port } of live()) {
         try {
-          const slots = (await admins.get(port)!.cluster('SLOTS')) as unknown as [
+          const slots = (await admin(port).cluster('SLOTS')) as unknown as [
             number,
             number,
             [string, number],
@@ -160,9 +171,9 @@ async function launch(
     async ready(timeoutMs = 30_000) {
       await waitFor(async () => {
         for (const { port } of live()) {
-          const admin = admins.get(port)!;
-          if (!String(await admin.cluster('INFO')).includes('cluster_state:ok')) return false;
-          const replication = await admin.info('replication');
+          const client = admin(port);
+          if (!String(await client.cluster('INFO')).includes('cluster_state:ok')) return false;
+          const replication = await client.info('replication');
           if (replication.includes('role:slave') && !replication.includes('master_link_status:up'))
             return false;
         }
