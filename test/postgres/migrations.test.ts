@@ -8,6 +8,7 @@ import { isStoreUnavailableError } from '../../src/core/errors.js';
 import { postgresStores } from '../../src/stores/postgres/index.js';
 import { migrations } from '../../src/stores/postgres/migrations.js';
 import { CLAIM_PLANNER_SETTINGS } from '../../src/stores/postgres/outbox-sql.js';
+import { pgTransaction } from '../support/postgres-stores.js';
 import { usePostgres } from '../support/services.js';
 
 const pg = await usePostgres();
@@ -90,7 +91,7 @@ pg.describe('migrations on PostgreSQL (pg)', () => {
 /** The indexes the stores' statements rely on, by table. */
 const INDEXES = {
   saga_runs: ['saga_runs_claimable', 'saga_runs_finished_at'],
-  outbox: ['outbox_pending', 'outbox_pending_keys', 'outbox_delivered'],
+  outbox: ['outbox_pending', 'outbox_pending_keys', 'outbox_delivered', 'outbox_due'],
   inbox: ['inbox_processed_at'],
 };
 
@@ -122,6 +123,31 @@ pg.describe('migrations on PostgreSQL (pg): what they create', () => {
     expect(rows.map((r) => r.proconfig)).toEqual([
       CLAIM_PLANNER_SETTINGS.map(([name, value]) => `${name}=${value}`),
     ]);
+    await stores.close();
+  });
+});
+
+pg.describe('migrations on PostgreSQL (pg): from an older version', () => {
+  it("a schema at migration 5 gets 6: the due index, and the claim function's body replaced", async () => {
+    const stores = postgresStores(pg.pool(), { schema: pg.schema });
+    await stores.migrate();
+    const admin = pg.admin();
+    const s = `"${pg.schema}"`;
+    // Back to version 5, with a body of the claim that takes nothing (any older body).
+    await admin.query(`DELETE FROM ${s}.migrations WHERE version = 6`);
+    await admin.query(`DROP INDEX ${s}.outbox_due`);
+    await admin.query(`CREATE OR REPLACE FUNCTION ${s}.outbox_claim(claim_owner text, claim_limit int, claim_lease_ms float8)
+      RETURNS TABLE (id text, topic text, key text, payload text, headers text, attempts int, created_at float8, seq text)
+      LANGUAGE sql AS 'SELECT NULL::text, NULL, NULL, NULL, NULL, NULL::int, NULL::float8, NULL WHERE false'`);
+    await pgTransaction(pg.pool(), (tx) => stores.outbox.enqueue(tx, [{ topic: 't', payload: 1 }]));
+    expect(await stores.outbox.claim('r', 10, 10_000)).toEqual([]);
+    expect(await stores.migrate()).toEqual({ applied: [6] });
+    expect((await stores.outbox.claim('r', 10, 10_000)).map((m) => m.payload)).toEqual([1]);
+    const { rows } = await admin.query('SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = $2', [
+      pg.schema,
+      'outbox_due',
+    ]);
+    expect(rows).toHaveLength(1);
     await stores.close();
   });
 });

@@ -140,6 +140,39 @@ function scenarios(name: string, backend: () => Backend): void {
       await stores.close();
     });
 
+    it("a head retried after its key's queue was enqueued is still taken first, for more keys than the claim remembers", async () => {
+      const b = backend();
+      const stores = await b.stores();
+      const keys = Array.from({ length: 100 }, (_, k) => k);
+      await b.transaction((tx) =>
+        stores.outbox.enqueue(tx, [
+          ...[0, 1].flatMap((r) => keys.map((k) => event(`${k}.${r}`, `k${k}`))),
+          event('u0'),
+        ]),
+      );
+      const heads = await stores.outbox.claim('a', 1_000, 10_000);
+      expect(numbers(heads)).toEqual([...keys.map((k) => `${k}.0`), 'u0']);
+      // Retried at once: each head is now due after the rest of its key's queue.
+      const retry = heads.map((m) => ({ id: m.id, error: 'Error: no', retryInMs: 0, dead: false }));
+      expect(await stores.outbox.failed('a', retry)).toBe(101);
+      const again = await stores.outbox.claim('b', 1_000, 10_000);
+      expect(numbers(again)).toEqual([...keys.map((k) => `${k}.0`), 'u0']);
+      expect(again.every((m) => m.attempts === 1)).toBe(true);
+      await stores.close();
+    });
+
+    it('a batch comes oldest first, whatever order the events fell due in', async () => {
+      const b = backend();
+      const stores = await b.stores();
+      await b.transaction((tx) => stores.outbox.enqueue(tx, [event('u1'), event('u2')]));
+      const [u1] = await stores.outbox.claim('a', 1, 10_000);
+      expect(numbers([u1!])).toEqual(['u1']);
+      // u1 falls due again after u2 did.
+      await stores.outbox.failed('a', [{ id: u1!.id, error: 'Error: no', retryInMs: 0, dead: false }]);
+      expect(numbers(await stores.outbox.claim('b', 10, 10_000))).toEqual(['u1', 'u2']);
+      await stores.close();
+    });
+
     it('a failing head holds back its key only; after maxAttempts it is a dead letter and the key moves on; redrive', async () => {
       const b = backend();
       const stores = await b.stores();

@@ -1,8 +1,9 @@
 /**
  * The migrations of every PostgreSQL store, in order: one plain list, appended to as patterns land.
  * A migration only adds (`CREATE … IF NOT EXISTS`, new columns with defaults, a function of a new
- * name): never drop, rename or rewrite, so an older process keeps working beside a newer one, and
- * re-running one is harmless. Its `version` is its position (1, 2, …) and never changes.
+ * name) or replaces a function's body keeping its arguments and result: never drop, rename or
+ * rewrite a table, so an older process keeps working beside a newer one, and re-running one is
+ * harmless. Its `version` is its position (1, 2, …) and never changes.
  */
 import { claimFunction } from './outbox-sql.js';
 
@@ -136,5 +137,16 @@ export const migrations: readonly Migration[] = [
     // The claim as a function that runs under planner settings of its own (see outbox-sql.ts): its
     // work then follows the events it takes, whatever the statistics say.
     statements: (s) => [claimFunction(s)],
+  },
+  {
+    version: 6,
+    name: 'outbox claim in due order',
+    // The claim walks the due events on this index, so events backing off (a broker outage) are
+    // past its bound instead of passed over one by one; the function's body is replaced, with the
+    // same arguments and result, so processes of the previous version claim this way too.
+    statements: (s) => [
+      `CREATE INDEX IF NOT EXISTS outbox_due ON ${s}.outbox (available_at, seq) WHERE status = 'pending'`,
+      claimFunction(s),
+    ],
   },
 ];

@@ -1,14 +1,16 @@
 /**
- * The statements of the PostgreSQL outbox, for the table in `schema` (quoted). Time is always
- * `clock_timestamp()`. A key's events are ordered by `seq`: `enqueue` first takes a
+ * The statements of the PostgreSQL outbox, for the table in `schema` (quoted). Time is
+ * `clock_timestamp()`, but for the bounds of index scans (the statement's start, which is stable:
+ * `clock_timestamp()` can only filter). A key's events are ordered by `seq`: `enqueue` first takes a
  * transaction-scoped advisory lock on each of its keys (in one order, so two transactions never
  * deadlock on them), so a later transaction on a key gets its `seq` only after the earlier one
  * committed. A claim takes only the oldest pending event of each key, and never skips one: there
  * is no cursor, so an event whose transaction committed late is claimed like any other.
  *
- * The claim is a function in the schema (`outbox_claim`, migration 5, see {@link claimFunction}):
- * it walks the pending events in `seq` order and stops once it holds `limit`, so its work follows
- * the events it takes, not the backlog, whatever the planner's statistics say.
+ * The claim is a function in the schema (`outbox_claim`, migrations 5 and 6, see
+ * {@link claimFunction}): it walks the due events in due order and stops once it holds `limit`, so
+ * its work follows the events it takes, not the backlog (due or backing off), whatever the
+ * planner's statistics say.
  */
 import { epochMs, msFromNow, reapStatement, statementStart } from './sql.js';
 
@@ -52,39 +54,57 @@ const claimable = (o: string) => `${o}.status = 'pending' AND ${o}.available_at 
         AND (${o}.lease_until IS NULL OR ${o}.lease_until <= clock_timestamp())`;
 
 /**
- * The claim's statement: $1 owner, $2 limit, $3 leaseMs. A recursive walk visits the claimable
- * events in `seq` order, one index step each, and the outer `LIMIT` stops it once `limit` events are
- * locked, so a backlog behind them costs nothing. Each event it visits is its key's head unless an
- * older event of the key is still pending (asked newest first, so the answer is the nearest one
- * behind it, found at once on either index the planner picks). A blocked event's key joins
- * `skipped` (up to {@link SKIPPED_KEYS} keys), whose later events the walk's index scan then passes
- * over in one filter each: a few hot keys with long queues cost one pass over their events, not a
- * step per event. The candidates are locked `FOR UPDATE SKIP LOCKED` and checked again under the
- * lock (an event another relay just claimed is left to it).
+ * The claim's statement: $1 owner, $2 limit, $3 leaseMs. A recursive walk visits the due pending
+ * events in due order (`available_at`, then `seq`), one step each on the `outbox_due` index, bounded
+ * by the statement's start; the outer `LIMIT` stops it once `limit` events are locked. Events still
+ * backing off are past the bound, so during a broker outage a claim costs the events that are due
+ * (new ones, retries whose time came, those leased to relays), not the backlog waiting for a retry.
  *
- * The earlier statement sorted every pending event (each with its own older-event probe) before its
- * `LIMIT`: a claim cost the whole backlog whenever the planner lacked fresh statistics (as while a
- * backlog builds up), and with a few hot keys the planner could pick a probe that made it quadratic.
+ * Each event it visits asks for its key's head (the key's oldest pending event, one step on the
+ * `(key, seq)` index: the order leaves no other plan). The event is picked if it is that head. If
+ * not, it is blocked, and its key joins `skipped` (up to {@link SKIPPED_KEYS} keys), whose events
+ * the walk's index scan then passes over in one filter each: a few hot keys with long queues cost
+ * one pass, not a step per event. In due order a key's head may come after its queue (its retry
+ * time came later than their enqueue): a blocked event whose head is still ahead picks the head at
+ * once, since the walk will pass it over. Past {@link SKIPPED_KEYS} keys nothing is skipped or
+ * picked ahead, and every head is picked where the walk meets it. The picks are locked
+ * `FOR UPDATE SKIP LOCKED` and checked again under the lock (due now, not leased: an event another
+ * relay just claimed is left to it).
+ *
+ * Earlier statements walked in `seq` order, with "due" a filter: while a broker was down, every
+ * claim (one per wake-up) passed over every event backing off. Before that, one sorted every
+ * pending event (each with its own older-event probe) before its `LIMIT`: a claim cost the whole
+ * backlog whenever the planner lacked fresh statistics, and with a few hot keys it could be quadratic.
  */
 export function claimStatement(table: string): string {
-  const next = (after: string, skipped: string) => `SELECT n.seq, n.key FROM ${table} AS n
-        WHERE ${claimable('n')} AND n.seq > ${after} AND (n.key IS NULL OR n.key <> ALL (${skipped}))
-        ORDER BY n.seq LIMIT 1`;
-  const head = (o: string) => `${o}.key IS NULL OR (
-        SELECT e.seq FROM ${table} AS e WHERE e.status = 'pending' AND e.key = ${o}.key AND e.seq < ${o}.seq
-        ORDER BY e.seq DESC LIMIT 1
-      ) IS NULL`;
-  return `WITH RECURSIVE walk(seq, key, head, skipped) AS (
-        SELECT f.seq, f.key, ${head('f')}, ARRAY[]::text[] FROM (${next('0', 'ARRAY[]::text[]')}) AS f
+  const next = (after: string, skipped: string) => `SELECT n.available_at, n.seq, n.key FROM ${table} AS n
+        WHERE n.status = 'pending' AND n.available_at <= ${statementStart} AND (n.available_at, n.seq) > ${after}
+          AND (n.lease_until IS NULL OR n.lease_until <= clock_timestamp())
+          AND (n.key IS NULL OR n.key <> ALL (${skipped}))
+        ORDER BY n.available_at, n.seq LIMIT 1`;
+  // The event to pick on visiting `o`, and the keys skipped from then on.
+  const visit = (o: string, skipped: string) => `SELECT
+          CASE WHEN ${o}.key IS NULL OR h.seq = ${o}.seq THEN ${o}.seq
+            WHEN cardinality(${skipped}) < ${SKIPPED_KEYS} AND (h.available_at, h.seq) > (${o}.available_at, ${o}.seq)
+            THEN h.seq END AS pick,
+          CASE WHEN ${o}.key IS NULL OR h.seq = ${o}.seq OR cardinality(${skipped}) >= ${SKIPPED_KEYS}
+            THEN ${skipped} ELSE ${skipped} || ${o}.key END AS skipped
+        FROM (SELECT) AS visited LEFT JOIN LATERAL (
+          SELECT e.available_at, e.seq FROM ${table} AS e WHERE e.status = 'pending' AND e.key = ${o}.key
+          ORDER BY e.key, e.seq LIMIT 1
+        ) AS h ON true`;
+  return `WITH RECURSIVE walk(due, seq, pick, skipped) AS (
+        SELECT f.available_at, f.seq, v.pick, v.skipped
+        FROM (${next("('-infinity'::timestamptz, 0::bigint)", 'ARRAY[]::text[]')}) AS f
+        CROSS JOIN LATERAL (${visit('f', 'ARRAY[]::text[]')}) AS v
         UNION ALL
-        SELECT n.seq, n.key, ${head('n')}, s.skipped
+        SELECT n.available_at, n.seq, v.pick, v.skipped
         FROM walk
-        CROSS JOIN LATERAL (SELECT CASE WHEN walk.head OR cardinality(walk.skipped) >= ${SKIPPED_KEYS}
-          THEN walk.skipped ELSE walk.skipped || walk.key END AS skipped) AS s
-        CROSS JOIN LATERAL (${next('walk.seq', 's.skipped')}) AS n
+        CROSS JOIN LATERAL (${next('(walk.due, walk.seq)', 'walk.skipped')}) AS n
+        CROSS JOIN LATERAL (${visit('n', 'walk.skipped')}) AS v
       ), picked AS (
         SELECT c.seq FROM walk CROSS JOIN LATERAL (
-          SELECT o.seq FROM ${table} AS o WHERE o.seq = walk.seq AND walk.head AND ${claimable('o')}
+          SELECT o.seq FROM ${table} AS o WHERE o.seq = walk.pick AND ${claimable('o')}
           FOR UPDATE SKIP LOCKED
         ) AS c
         LIMIT $2
@@ -116,8 +136,9 @@ export const CLAIM_PLANNER_SETTINGS: readonly (readonly [string, string])[] = [
  * `<schema>.outbox_claim(owner, limit, leaseMs)`: {@link claimStatement} under
  * {@link CLAIM_PLANNER_SETTINGS}: a function's `SET` clauses hold for its own statements only, and
  * for the caller it is one statement (so it works through PgBouncer's transaction pooling). In
- * PL/pgSQL, so each connection keeps the statement's plan instead of planning it per call. A changed
- * claim gets a function of a new name, so that processes of the older version keep theirs.
+ * PL/pgSQL, so each connection keeps the statement's plan instead of planning it per call. A new
+ * migration that replaces the body (as 6 did) changes the claim of every process at once, older
+ * versions' included: keep its arguments and result, or give the function a new name.
  */
 export function claimFunction(schema: string): string {
   const settings = CLAIM_PLANNER_SETTINGS.map(([name, value]) => `SET ${name} = ${value}`).join(' ');

@@ -49,8 +49,7 @@ function toMessage(row: MessageRow): OutboxMessage {
   };
 }
 
-/** Rows by their `seq`, oldest first (RETURNING keeps no order). */
-// Stryker disable next-line ConditionalExpression,EqualityOperator,UnaryOperator: RETURNING gives the rows in the picked (seq) order on PostgreSQL and PGlite, so this sort never moves one; it is the guarantee no test can make the database break
+/** Rows by their `seq`, oldest first (the claim picks in due order, and RETURNING keeps none). */
 const bySeq = (a: MessageRow, b: MessageRow): number => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1);
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -170,7 +169,6 @@ export class PostgresOutbox implements OutboxStore {
     leaseMs('leaseMs', ms);
     this.reaper.start();
     const rows = await this.db.query<MessageRow>(this.sql.claim, [owner, limit, ms]);
-    // Stryker disable next-line MethodExpression: see bySeq: the rows already come in seq order
     return rows.sort(bySeq).map(toMessage);
   }
 
