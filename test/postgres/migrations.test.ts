@@ -148,6 +148,8 @@ pg.describe('migrations on PostgreSQL (pg): from an older version', () => {
       'outbox_due',
     ]);
     expect(rows).toHaveLength(1);
+    const { rows: recorded } = await admin.query(`SELECT name FROM ${s}.migrations WHERE version = 6`);
+    expect(recorded).toEqual([{ name: 'outbox claim in due order' }]);
     await stores.close();
   });
 });

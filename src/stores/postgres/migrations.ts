@@ -136,6 +136,7 @@ export const migrations: readonly Migration[] = [
     name: 'outbox claim function',
     // The claim as a function that runs under planner settings of its own (see outbox-sql.ts): its
     // work then follows the events it takes, whatever the statistics say.
+    // Stryker disable next-line ArrayDeclaration: (→ []) migration 6 creates the same function right after it, in the same transaction; schemas migrated to 5 only by an older version ran the older code
     statements: (s) => [claimFunction(s)],
   },
   {

@@ -50,6 +50,7 @@ function toMessage(row: MessageRow): OutboxMessage {
 }
 
 /** Rows by their `seq`, oldest first (the claim picks in due order, and RETURNING keeps none). */
+// Stryker disable next-line EqualityOperator: (<=) two rows never share a seq (the primary key)
 const bySeq = (a: MessageRow, b: MessageRow): number => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1);
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
