@@ -4,8 +4,9 @@
  * interleaved turns. Backlogs of 1,000, 10,000 and 100,000 pending events, keyed one key per event
  * (orders) or seven hot keys in runs of 100 (tenants), beside the statement of 2026-12-04 (one
  * `UPDATE` whose picked events were every pending event sorted by `seq`, each with a `NOT EXISTS`
- * probe for an older pending event of its key); and a broker outage (the backlog backing off, 100
- * new events due) beside the walk of 2026-12-05 (migration 5: in `seq` order, "due" a filter). With
+ * probe for an older pending event of its key); and a broker outage (the backlog backing off, or
+ * two events a key with the heads backing off; 100 new events due) beside the walk of 2026-12-05
+ * (migration 5: in `seq` order, "due" a filter). With
  * the statistics the table had before its backlog grew (never analyzed) and with fresh ones
  * (`ANALYZE` after the backlog). Each measurement is a claim round trip followed by a `release`
  * (not timed), so every claim sees the same table; median of 15.
@@ -79,8 +80,11 @@ const seqWalkFunction = (schema: string) => {
 /** A table to claim from, and the claim it is measured beside. */
 interface Scenario {
   readonly key: (i: number) => string;
-  /** The backlog's publishes failed: it is retried in an hour; 100 new events are due. */
-  readonly outage: boolean;
+  /**
+   * The backlog's publishes failed and are retried in an hour (`keyed`: its heads', through
+   * `failed`, their queues waiting behind them); 100 new events are due.
+   */
+  readonly outage: false | 'all' | 'keyed';
   /** The reference claim: statement text for `pool.query(text, [owner, limit, leaseMs])`. */
   readonly reference: (schema: string) => string;
 }
@@ -94,7 +98,12 @@ const SCENARIOS: Record<string, Scenario> = {
   },
   'broker outage: backing off, 100 new due': {
     key: orders,
-    outage: true,
+    outage: 'all',
+    reference: (s) => `SELECT * FROM "${s}".outbox_claim_seq($1, $2, $3)`,
+  },
+  'broker outage, two events a key: heads backing off, 100 new due': {
+    key: (i) => `order-${Math.floor(i / 2)}`,
+    outage: 'keyed',
     reference: (s) => `SELECT * FROM "${s}".outbox_claim_seq($1, $2, $3)`,
   },
 };
@@ -164,12 +173,18 @@ async function main(): Promise<void> {
         await pool.query(seqWalkFunction(schema));
         await pool.query(`ALTER TABLE ${t} SET (autovacuum_enabled = false)`);
         await fill(pool, stores, backlog, scenario.key);
-        if (scenario.outage) {
+        if (scenario.outage === 'all') {
           await pool.query(
             `UPDATE ${t} SET attempts = 1, available_at = clock_timestamp() + interval '1 hour'`,
           );
-          await fill(pool, stores, CLAIM, orders, backlog);
+        } else if (scenario.outage === 'keyed') {
+          const heads = await stores.outbox.claim('relay', backlog, 600_000);
+          await stores.outbox.failed(
+            'relay',
+            heads.map((m) => ({ id: m.id, error: 'Error: down', retryInMs: 3_600_000, dead: false })),
+          );
         }
+        if (scenario.outage) await fill(pool, stores, CLAIM, orders, backlog);
         const [stale, staleBefore, claimed] = await measure(pool, stores, reference);
         await pool.query(`ANALYZE ${t}`);
         const [fresh, freshBefore] = await measure(pool, stores, reference);

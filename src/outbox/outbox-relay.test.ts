@@ -179,6 +179,31 @@ describe('outboxRelay', () => {
     await relay.stop();
   });
 
+  it('a retry that falls due while a claim runs is claimed right after it, not at pollMs', async () => {
+    const clock = new FakeClock();
+    const outbox = memoryOutbox({ clock });
+    // Each claim answers 10 ms after it read the outbox.
+    const slow = spied(outbox, {
+      claim: async (...a) => {
+        const batch = await outbox.claim(...a);
+        await clock.sleep(10);
+        return batch;
+      },
+    });
+    let calls = 0;
+    const { publish, published } = recordingPublisher(() => (++calls === 1 ? new Error('once') : undefined));
+    const relay = outboxRelay({ outbox: slow.store, publish, clock, pollMs: 60_000, backoff: constant(5) });
+    await outbox.enqueue([event(1)]);
+    relay.start();
+    // The claim at 0 answers at 10; the publish fails; retry at 15. The next claim reads at 10 and
+    // answers at 20, empty: the retry fell due during it.
+    for (let t = 0; t < 5; t++) await clock.advance(10);
+    expect(published).toEqual(['1']);
+    const stopping = relay.stop();
+    await clock.advance(10);
+    await stopping;
+  });
+
   it('a publisher that rejects fails the whole batch; an OutboxPublishError only the events it names', async () => {
     const clock = new FakeClock();
     const outbox = memoryOutbox({ clock });

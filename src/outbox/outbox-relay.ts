@@ -65,7 +65,7 @@ class OutboxRelayImpl implements OutboxRelay {
   /** Set when a wake-up came while the relay was busy: the next idle wait ends at once. */
   private woken = false;
   /** When (clock time) each event this relay failed may be tried again, for those still to come. */
-  // Stryker disable next-line ArrayDeclaration: (["Stryker was here"]) a string is never > now: nextWait drops it
+  // Stryker disable next-line ArrayDeclaration: (["Stryker was here"]) a string is never > the claim's start: nextWait drops it
   private retries: number[] = [];
 
   constructor(private readonly o: ReadOutboxRelayOptions) {
@@ -118,6 +118,7 @@ class OutboxRelayImpl implements OutboxRelay {
     try {
       while (!this.stopping) {
         let batch: readonly OutboxMessage[];
+        const claimedAt = this.o.clock.now();
         try {
           batch = await outbox.claim(owner, batchSize, leaseMs);
         } catch (error) {
@@ -126,7 +127,7 @@ class OutboxRelayImpl implements OutboxRelay {
           continue;
         }
         if (batch.length > 0) await this.deliver(owner, batch);
-        else await this.idle(this.nextWait(pollMs));
+        else await this.idle(this.nextWait(pollMs, claimedAt));
       }
     } finally {
       unwatch?.();
@@ -144,15 +145,17 @@ class OutboxRelayImpl implements OutboxRelay {
   }
 
   /**
-   * How long to wait for work: `pollMs`, or less when a retry of this relay's falls due sooner.
-   * Retries already due were just claimed (or are another relay's now): they are forgotten.
+   * How long to wait for work after a claim (begun at `claimedAt`) found none: `pollMs`, or less
+   * when a retry of this relay's falls due sooner. Retries due before that claim began were in its
+   * reach (claimed by another relay, or delivered): they are forgotten. One that fell due while it
+   * ran may have been missed (the outbox decides on the time the claim began), so it is tried at once.
    */
-  private nextWait(pollMs: number): number {
+  private nextWait(pollMs: number, claimedAt: number): number {
     const now = this.o.clock.now();
-    this.retries = this.retries.filter((at) => at > now);
+    this.retries = this.retries.filter((at) => at > claimedAt);
     let wait = pollMs;
     for (const at of this.retries) wait = Math.min(wait, at - now);
-    return wait;
+    return Math.max(0, wait);
   }
 
   /** Waits `ms`, or less if woken (or stopped). */
@@ -198,7 +201,7 @@ class OutboxRelayImpl implements OutboxRelay {
     }
     // Counted from now, after the outbox recorded them: by then their retry time there has come.
     const now = this.o.clock.now();
-    // Stryker disable next-line ConditionalExpression: (true) a dead letter's retryInMs is 0: its time is now, which nextWait drops as already due; (false), hidden too, is killed by outbox-relay.test.ts (each failed event's own retry time)
+    // Stryker disable next-line ConditionalExpression: (true) a dead letter's retryInMs is 0: its time is now, which the next claim begins at or after, so nextWait drops it; (false), hidden too, is killed by outbox-relay.test.ts (each failed event's own retry time)
     for (const f of failed) if (!f.dead) this.retries.push(now + f.retryInMs);
   }
 

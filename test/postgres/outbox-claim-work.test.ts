@@ -37,23 +37,38 @@ async function enqueue(b: PlanBackend, stores: PostgresStores, count: number, ke
   }
 }
 
+/** Two events per key (an order's created and paid). */
+const pairs: Keys = (i) => `order-${Math.floor(i / 2)}`;
+
 /**
- * The work of one claim of 100 on a table of `backlog` pending events keyed by `keys`. With
- * `outage`, the backlog is backing off (its publishes failed; retried in an hour) and that many new
- * events of their own keys were enqueued after it: a broker outage, as a relay woken by them sees it.
+ * A broker outage, as a relay woken by new events sees it: the backlog's publishes failed and are
+ * retried in an hour (`keyed`: through `failed`, the backlog's heads, their queues behind them; else
+ * every event at once), then `fresh` new events of their own keys were enqueued (and with `keyed`,
+ * one more event behind each of a tenth of the backlog's keys).
  */
-async function claimWork(b: PlanBackend, backlog: number, keys: Keys, analyze: boolean, outage?: number) {
+interface Outage {
+  readonly fresh: number;
+  readonly keyed?: boolean;
+}
+
+/** The work of one claim of 100 on a table of `backlog` pending events keyed by `keys`, in `outage`. */
+async function claimWork(b: PlanBackend, backlog: number, keys: Keys, analyze: boolean, outage?: Outage) {
   const stores = await b.stores();
   const table = `"${stores.schema}".outbox`;
   await enqueue(b, stores, backlog, keys);
-  if (outage !== undefined) {
+  if (outage?.keyed) {
+    const heads = await stores.outbox.claim('relay', backlog, 600_000);
+    const retry = heads.map((m) => ({ id: m.id, error: 'Error: down', retryInMs: 3_600_000, dead: false }));
+    expect(await stores.outbox.failed('relay', retry)).toBe(heads.length);
+    await enqueue(b, stores, backlog / 10, (i) => keys(2 * (i - backlog)), backlog);
+  } else if (outage !== undefined) {
     await b.committed((tx) =>
       tx
         .query(`UPDATE ${table} SET attempts = 1, available_at = clock_timestamp() + interval '1 hour'`)
         .then(() => undefined),
     );
-    await enqueue(b, stores, outage, unique, backlog);
   }
+  if (outage !== undefined) await enqueue(b, stores, outage.fresh, unique, 2 * backlog);
   if (analyze) await b.committed((tx) => tx.query(`ANALYZE ${table}`).then(() => undefined));
   // The function's body, under its settings (EXPLAIN does not show a function's own plan).
   const claim = claimStatement(table)
@@ -91,8 +106,16 @@ function scenarios(name: string, backend: () => PlanBackend): void {
 
       it(`a broker outage (the backlog backing off, new events due), ${stats}: ten times the backlog, about the same work`, async () => {
         const b = backend();
-        const small = await claimWork(b, 500, unique, analyze, 100);
-        const large = await claimWork(b, 5_000, unique, analyze, 100);
+        const small = await claimWork(b, 500, unique, analyze, { fresh: 100 });
+        const large = await claimWork(b, 5_000, unique, analyze, { fresh: 100 });
+        expect([small.claimed, large.claimed]).toEqual([100, 100]);
+        expect(large.work).toBeLessThan(small.work * 1.5);
+      }, 60_000);
+
+      it(`a broker outage with keyed events (heads backing off, their queues blocked), ${stats}: ten times the backlog, about the same work`, async () => {
+        const b = backend();
+        const small = await claimWork(b, 500, pairs, analyze, { fresh: 100, keyed: true });
+        const large = await claimWork(b, 5_000, pairs, analyze, { fresh: 100, keyed: true });
         expect([small.claimed, large.claimed]).toEqual([100, 100]);
         expect(large.work).toBeLessThan(small.work * 1.5);
       }, 60_000);
@@ -100,7 +123,7 @@ function scenarios(name: string, backend: () => PlanBackend): void {
       it(`nothing due (the whole backlog backing off), ${stats}: a few rows of work, whatever the backlog`, async () => {
         const b = backend();
         for (const backlog of [500, 5_000]) {
-          const { work, claimed } = await claimWork(b, backlog, hot, analyze, 0);
+          const { work, claimed } = await claimWork(b, backlog, hot, analyze, { fresh: 0 });
           expect(claimed).toBe(0);
           expect(work).toBeLessThan(10);
         }

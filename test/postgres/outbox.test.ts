@@ -140,7 +140,7 @@ function scenarios(name: string, backend: () => Backend): void {
       await stores.close();
     });
 
-    it("a head retried after its key's queue was enqueued is still taken first, for more keys than the claim remembers", async () => {
+    it("a head due after its key's queue is still taken first, for more keys than the claim remembers", async () => {
       const b = backend();
       const stores = await b.stores();
       const keys = Array.from({ length: 100 }, (_, k) => k);
@@ -152,12 +152,48 @@ function scenarios(name: string, backend: () => Backend): void {
       );
       const heads = await stores.outbox.claim('a', 1_000, 10_000);
       expect(numbers(heads)).toEqual([...keys.map((k) => `${k}.0`), 'u0']);
-      // Retried at once: each head is now due after the rest of its key's queue.
-      const retry = heads.map((m) => ({ id: m.id, error: 'Error: no', retryInMs: 0, dead: false }));
-      expect(await stores.outbox.failed('a', retry)).toBe(101);
+      // Retried by a relay of a version before migration 6 (which leaves the queues as they are):
+      // each head is now due after the rest of its key's queue.
+      await b.transaction(async (tx) => {
+        await tx.query(
+          `UPDATE "${stores.schema}".outbox SET attempts = 1, available_at = clock_timestamp(), owner = NULL, lease_until = NULL WHERE owner = 'a'`,
+        );
+      });
       const again = await stores.outbox.claim('b', 1_000, 10_000);
       expect(numbers(again)).toEqual([...keys.map((k) => `${k}.0`), 'u0']);
       expect(again.every((m) => m.attempts === 1)).toBe(true);
+      await stores.close();
+    });
+
+    it("a key's queue falls due no sooner than its head: after the head's failure, and when enqueued behind it", async () => {
+      const b = backend();
+      const stores = await b.stores();
+      const table = `"${stores.schema}".outbox`;
+      await b.transaction((tx) =>
+        stores.outbox.enqueue(tx, [event('a1', 'a'), event('a2', 'a'), event('b1', 'b'), event('b2', 'b')]),
+      );
+      const [a1, b1] = await stores.outbox.claim('r', 10, 10_000);
+      await stores.outbox.failed('r', [
+        { id: a1!.id, error: 'Error: no', retryInMs: 60_000, dead: false },
+        { id: b1!.id, error: 'Error: poison', retryInMs: 0, dead: true },
+      ]);
+      await b.transaction((tx) => stores.outbox.enqueue(tx, [event('a3', 'a'), event('c1', 'c')]));
+      const due = await b.transaction(async (tx) => {
+        const { rows } = await tx.query<{ n: string; late: boolean }>(
+          `SELECT payload->>'n' AS n, available_at > clock_timestamp() + interval '50 seconds' AS late
+           FROM ${table} WHERE status = 'pending' ORDER BY seq`,
+        );
+        return rows.map((r) => [r.n, r.late]);
+      });
+      // a's queue waits for a1's retry; b2 goes (b1 is dead); c1 has no head to wait for.
+      expect(due).toEqual([
+        ['a1', true],
+        ['a2', true],
+        ['b2', false],
+        ['a3', true],
+        ['c1', false],
+      ]);
+      expect(numbers(await stores.outbox.claim('s', 10, 10_000))).toEqual(['b2', 'c1']);
       await stores.close();
     });
 
@@ -185,10 +221,10 @@ function scenarios(name: string, backend: () => Backend): void {
       await stores.outbox.delivered('r', [b1!.id]);
       expect(await stores.outbox.claim('r', 10, 10_000)).toEqual([]); // a1 waits for its retry; a2 behind it
       expect(await stores.outbox.failed('r', [failure])).toBe(0); // no longer held
+      // a1's retry time comes, and with it its queue's.
       await b.transaction(async (tx) => {
         await tx.query(
-          `UPDATE "${stores.schema}".outbox SET available_at = clock_timestamp() WHERE id = $1`,
-          [a1!.id],
+          `UPDATE "${stores.schema}".outbox SET available_at = clock_timestamp() WHERE key = 'a' AND status = 'pending'`,
         );
       });
       const [again] = await stores.outbox.claim('r', 10, 10_000);

@@ -60,6 +60,9 @@ const claimable = (o: string) => `${o}.status = 'pending' AND ${o}.available_at 
  * backing off are past the bound, so during a broker outage a claim costs the events that are due
  * (new ones, retries whose time came, those leased to relays), not the backlog waiting for a retry.
  *
+ * A key's queue is kept due no sooner than its head (`insert` and `failed` see to it), so while a
+ * broker is down the events blocked behind heads that are backing off are past the bound too.
+ *
  * Each event it visits asks for its key's head (the key's oldest pending event, one step on the
  * `(key, seq)` index: the order leaves no other plan). The event is picked if it is that head. If
  * not, it is blocked, and its key joins `skipped` (up to {@link SKIPPED_KEYS} keys), whose events
@@ -67,7 +70,9 @@ const claimable = (o: string) => `${o}.status = 'pending' AND ${o}.available_at 
  * one pass, not a step per event. In due order a key's head may come after its queue (its retry
  * time came later than their enqueue): a blocked event whose head is still ahead picks the head at
  * once, since the walk will pass it over. Past {@link SKIPPED_KEYS} keys nothing is skipped or
- * picked ahead, and every head is picked where the walk meets it. The picks are locked
+ * picked ahead, and every head is picked where the walk meets it. (A head after its queue is rare
+ * now: a redriven dead letter, rows written by a version before migration 6, or an enqueue under
+ * `REPEATABLE READ` whose snapshot predates its key's lock.) The picks are locked
  * `FOR UPDATE SKIP LOCKED` and checked again under the lock (due now, not leased: an event another
  * relay just claimed is left to it).
  *
@@ -165,9 +170,13 @@ export function outboxSql(schema: string): OutboxSql {
     lockKeys: `SELECT count(pg_advisory_xact_lock(h))::int AS n FROM (
         SELECT DISTINCT hashtextextended($1 || k, 0) AS h FROM jsonb_array_elements_text($2::jsonb) AS k ORDER BY h
       ) AS keys`,
+    // A key's new event is due no sooner than the key's head (see claimStatement).
     insert: `WITH added AS (
-        INSERT INTO ${table} (id, topic, key, payload, headers)
-        SELECT e.id, e.topic, e.key, e.payload, e.headers
+        INSERT INTO ${table} (id, topic, key, payload, headers, available_at)
+        SELECT e.id, e.topic, e.key, e.payload, e.headers, greatest(clock_timestamp(), (
+          SELECT h.available_at FROM ${table} AS h WHERE h.status = 'pending' AND h.key = e.key
+          ORDER BY h.key, h.seq LIMIT 1
+        ))
         FROM jsonb_to_recordset($1::jsonb) AS e(id uuid, topic text, key text, payload jsonb, headers jsonb, n int)
         ORDER BY e.n
         RETURNING 1
@@ -179,12 +188,19 @@ export function outboxSql(schema: string): OutboxSql {
           AND id IN (SELECT value::uuid FROM jsonb_array_elements_text($2::jsonb))
         RETURNING 1
       ) SELECT count(*)::int AS n FROM done`,
+    // A retried event's queue (the later pending events of its key) is due no sooner than it.
     failed: `WITH done AS (
         UPDATE ${table} AS o SET attempts = o.attempts + 1, last_error = f.error,
           available_at = ${msFromNow('f.retry_ms')}, owner = NULL, lease_until = NULL,
           status = CASE WHEN f.dead THEN 'dead' ELSE 'pending' END
         FROM jsonb_to_recordset($2::jsonb) AS f(id uuid, error text, retry_ms float8, dead boolean)
         WHERE o.id = f.id AND o.owner = $1 AND o.status = 'pending'
+        RETURNING o.key, o.seq, o.available_at, o.status
+      ), queued AS (
+        UPDATE ${table} AS q SET available_at = d.available_at
+        FROM done AS d
+        WHERE d.status = 'pending' AND q.status = 'pending' AND q.key = d.key AND q.seq > d.seq
+          AND q.available_at < d.available_at
         RETURNING 1
       ) SELECT count(*)::int AS n FROM done`,
     release: `UPDATE ${table} SET owner = NULL, lease_until = NULL WHERE owner = $1 AND status = 'pending'`,
