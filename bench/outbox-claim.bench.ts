@@ -165,7 +165,8 @@ async function main(): Promise<void> {
   for (const [name, scenario] of Object.entries(SCENARIOS)) {
     for (const backlog of BACKLOGS) {
       const schema = `bench_claim_${process.pid}`;
-      const stores = postgresStores(pool, { schema, listen: false });
+      // A long deadline: the keyed outage fails every head of the backlog in one claim and one call.
+      const stores = postgresStores(pool, { schema, listen: false, timeoutMs: 120_000 });
       const t = `"${schema}".outbox`;
       const reference = scenario.reference(schema);
       try {
