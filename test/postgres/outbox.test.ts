@@ -465,6 +465,33 @@ pg.describe('the PostgreSQL outbox (pg): across connections', () => {
     await stores.close();
   });
 
+  it('failed leaves a queued event another transaction has locked as it is, without waiting', async () => {
+    const stores = await serverStores(pg);
+    const table = `"${stores.schema}".outbox`;
+    await pgTransaction(pg.pool(), (tx) => stores.outbox.enqueue(tx, [event('a1', 'a'), event('a2', 'a')]));
+    const [a1] = await stores.outbox.claim('r', 10, 10_000);
+    const holder = await pg.pool().connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM ${table} WHERE payload->>'n' = 'a2' FOR UPDATE`);
+      const failure = { id: a1!.id, error: 'Error: no', retryInMs: 60_000, dead: false };
+      expect(await stores.outbox.failed('r', [failure])).toBe(1); // within the store's 1 s deadline
+      await holder.query('COMMIT');
+    } finally {
+      holder.release();
+    }
+    const { rows } = await pg
+      .admin()
+      .query<{ n: string; late: boolean }>(
+        `SELECT payload->>'n' AS n, available_at > clock_timestamp() + interval '50 seconds' AS late FROM ${table} ORDER BY seq`,
+      );
+    expect(rows.map((r) => [r.n, r.late])).toEqual([
+      ['a1', true],
+      ['a2', false],
+    ]);
+    await stores.close();
+  });
+
   it('concurrent claims from 8 relays never share an event', async () => {
     const stores = await serverStores(pg);
     const client = await pg.pool().connect();

@@ -188,7 +188,9 @@ export function outboxSql(schema: string): OutboxSql {
           AND id IN (SELECT value::uuid FROM jsonb_array_elements_text($2::jsonb))
         RETURNING 1
       ) SELECT count(*)::int AS n FROM done`,
-    // A retried event's queue (the later pending events of its key) is due no sooner than it.
+    // A retried event's queue (the later pending events of its key) is due no sooner than it. Rows
+    // of the queue locked elsewhere are left as they are (it only saves claims work): no waiting,
+    // and no lock-order deadlock with another relay's statement.
     failed: `WITH done AS (
         UPDATE ${table} AS o SET attempts = o.attempts + 1, last_error = f.error,
           available_at = ${msFromNow('f.retry_ms')}, owner = NULL, lease_until = NULL,
@@ -197,10 +199,13 @@ export function outboxSql(schema: string): OutboxSql {
         WHERE o.id = f.id AND o.owner = $1 AND o.status = 'pending'
         RETURNING o.key, o.seq, o.available_at, o.status
       ), queued AS (
-        UPDATE ${table} AS q SET available_at = d.available_at
-        FROM done AS d
-        WHERE d.status = 'pending' AND q.status = 'pending' AND q.key = d.key AND q.seq > d.seq
-          AND q.available_at < d.available_at
+        UPDATE ${table} AS q SET available_at = l.due
+        FROM (
+          SELECT b.seq, d.available_at AS due FROM done AS d JOIN ${table} AS b ON b.key = d.key AND b.seq > d.seq
+          WHERE d.status = 'pending' AND b.status = 'pending' AND b.available_at < d.available_at
+          FOR UPDATE OF b SKIP LOCKED
+        ) AS l
+        WHERE q.seq = l.seq
         RETURNING 1
       ) SELECT count(*)::int AS n FROM done`,
     release: `UPDATE ${table} SET owner = NULL, lease_until = NULL WHERE owner = $1 AND status = 'pending'`,
