@@ -3,16 +3,7 @@
  * completes or hears of a key. One class for every store, so that each keeps the same rules.
  */
 
-/** Calls each of `wakers`, in order, from a copy (a waker may unwatch); one that throws is ignored. */
-function callEach(wakers: ReadonlySet<() => void>): void {
-  for (const wake of [...wakers]) {
-    try {
-      wake();
-    } catch {
-      // A waker's failure is its own: it must not stop the others, nor the store that woke it.
-    }
-  }
-}
+import { callEach } from './call-each.js';
 
 /**
  * Wakers by key. Each {@link add} is its own registration (the same function watched twice is two
@@ -50,11 +41,16 @@ export class KeyedWakers {
   /** Calls every waker of `key` now; one that throws is ignored. */
   wake(key: string): void {
     const wakers = this.byKey.get(key);
-    if (wakers !== undefined) callEach(wakers);
+    if (wakers !== undefined) callEach(wakers, call);
   }
 
   /** Calls every waker of every key now (a notification that names no key). */
   wakeAll(): void {
-    for (const wakers of [...this.byKey.values()]) callEach(wakers);
+    for (const wakers of [...this.byKey.values()]) callEach(wakers, call);
   }
+}
+
+/** Calls a waker. */
+function call(wake: () => void): void {
+  wake();
 }

@@ -73,9 +73,11 @@ export interface IdempotencyStore<Tx = undefined> {
    * Optional: calls `wake` soon after `key` is completed or released (by any process sharing the
    * store) and returns an unsubscribe function. Promised only to a watcher whose claim saw the key
    * `in_progress` before it watched (a store may notify only for records a duplicate is known to
-   * wait for, as the PostgreSQL store does); `idempotency()` watches exactly then. A hint only: a notification may be late or lost
-   * (a dropped connection), so waiters poll as well. Never throws and never calls `wake`
-   * synchronously.
+   * wait for, as the PostgreSQL store does); `idempotency()` watches exactly then. A hint only: a
+   * notification may be late or lost (a dropped connection), so waiters poll as well; and `wake`
+   * may come when nothing changed (a remote store wakes its watchers each time it (re)starts
+   * listening, as notifications sent before were lost): a woken waiter looks again. Never throws
+   * and never calls `wake` synchronously.
    */
   watch?(key: string, wake: () => void): () => void;
   /**

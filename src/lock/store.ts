@@ -61,8 +61,13 @@ export interface LockStore {
   release(key: string, owner: string): Promise<boolean>;
   /**
    * Optional: calls `wake` soon after `key` is released (by any process sharing the store) and
-   * returns an unsubscribe function. A hint only: a notification may be late or lost, so waiters
-   * poll as well. Never throws and never calls `wake` synchronously.
+   * returns an unsubscribe function. Promised to a watcher once an acquisition of `key` was refused
+   * after it watched (a store may notify only for keys a waiter is known to wait for, as the
+   * PostgreSQL store does); `distributedLock` tries again after each wait. A hint only: a
+   * notification may be late or lost, so waiters poll as well; and `wake` may come when nothing
+   * changed (a remote store wakes its watchers each time it (re)starts listening, as notifications
+   * sent before were lost): a woken waiter looks again. Never throws and never calls `wake`
+   * synchronously.
    */
   watch?(key: string, wake: () => void): () => void;
 }

@@ -23,6 +23,11 @@ export interface ConformanceChecks {
    * fails too: a store reports bad input as a rejection); `what` names the bad input.
    */
   rejectsTypeError(call: () => Promise<unknown>, what: string): Promise<void>;
+  /**
+   * Lets time pass through `elapse` (10 ms a step, about 2 s in all) until `holds()`; fails with
+   * `what` if it never does.
+   */
+  eventually(elapse: (ms: number) => Promise<void>, holds: () => boolean, what: string): Promise<void>;
 }
 
 /** The checks of the suite called `suite` (e.g. `rate-limit store conformance`). */
@@ -53,6 +58,10 @@ export function conformanceChecks(suite: string): ConformanceChecks {
         outcome = String(error);
       }
       fail(`${what}: expected a rejection with a TypeError, got ${outcome}`);
+    },
+    async eventually(elapse, holds, what) {
+      for (let i = 0; i < 200 && !holds(); i++) await elapse(10);
+      if (!holds()) fail(what);
     },
   };
 }

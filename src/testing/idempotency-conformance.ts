@@ -37,7 +37,9 @@ export interface IdempotencyStoreFixture {
   close?(): void | Promise<void>;
 }
 
-const { fail, equal, within } = conformanceChecks('idempotency store conformance');
+const { fail, equal, within, eventually } = conformanceChecks('idempotency store conformance');
+
+type Watch = NonNullable<IdempotencyStore<unknown>['watch']>;
 
 function status(result: ClaimResult, expected: ClaimResult['status'], what: string): void {
   if (result === null || typeof result !== 'object')
@@ -56,10 +58,24 @@ async function claimed(f: IdempotencyStoreFixture, key: string, fingerprint: str
   return tokenOf(await f.store.claim(key, fingerprint, leaseMs), `claim of ${JSON.stringify(key)}`);
 }
 
-/** Waits (up to ~2 s of store time) until `woken()` holds. */
-async function eventually(f: IdempotencyStoreFixture, woken: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !woken(); i++) await f.elapse(10);
-  if (!woken()) fail(`${what}: watch never called wake`);
+/**
+ * Returns once `f.store` (which has a `watch`) is listening: a watcher of a key in progress is woken
+ * by its release. A remote store may miss notifications until then and wake its watchers once it
+ * listens; past this, only a change of its key wakes a watcher (unless the store reconnects).
+ */
+async function listening(f: IdempotencyStoreFixture, watch: Watch, leaseMs: number): Promise<void> {
+  const token = await claimed(f, 'listening', 'fp', leaseMs * 4);
+  status(await f.store.claim('listening', 'fp', leaseMs), 'in_progress', "the first watcher's claim");
+  let woken = false;
+  const unwatch = watch('listening', () => {
+    woken = true;
+  });
+  try {
+    equal(await f.store.release('listening', token), true, 'release of the first watched key');
+    await eventually(f.elapse, () => woken, 'release: the first watch never called wake');
+  } finally {
+    unwatch();
+  }
 }
 
 const results = [
@@ -255,6 +271,7 @@ export function idempotencyStoreConformance(
       async (f, lease) => {
         const watch = f.store.watch?.bind(f.store);
         if (watch === undefined) return;
+        await listening(f, watch, lease);
         for (const end of ['complete', 'release'] as const) {
           const key = `watched-${end}`;
           const token = await claimed(f, key, 'fp', lease * 4);
@@ -273,12 +290,12 @@ export function idempotencyStoreConformance(
           const unwatch = watch(key, wake);
           unwatchFirst();
           try {
-            // Give a remote subscription time to be in place before the change.
+            // Nothing wakes a watcher before its key changes (the store listens already).
             await f.elapse(50);
             equal(woken, 0, `wakes before ${end}`);
             if (end === 'complete') await f.store.complete(key, token, 'r', 60_000);
             else await f.store.release(key, token);
-            await eventually(f, () => woken > 0, end);
+            await eventually(f.elapse, () => woken > 0, `${end}: watch never called wake`);
           } finally {
             unwatch();
             unwatchThrowing();

@@ -54,6 +54,29 @@ const fenceChecks = conformanceChecks('fence store conformance');
 
 const hostileKeys = ['a}b{c', 'tenant:acct:42', ' spaced key ', '😀', 'quote\'"`', 'k'.repeat(1_000)];
 
+/**
+ * Returns once `f.store` (which has a `watch`) is listening: a watcher of a held key is woken by its
+ * release. A remote store may miss notifications until then and wake its watchers once it listens;
+ * past this, only a release of its key wakes a watcher (unless the store reconnects).
+ */
+async function listening(f: LockStoreFixture, watch: Watch, ttlMs: number): Promise<void> {
+  const { equal, eventually } = lockChecks;
+  leaseOf(await f.store.acquire('listening', 'a', ttlMs * 10), 'acquire of the first watched key');
+  let woken = false;
+  const unwatch = watch('listening', () => {
+    woken = true;
+  });
+  try {
+    equal(await f.store.acquire('listening', 'b', ttlMs), undefined, "the first watcher's acquire");
+    equal(await f.store.release('listening', 'a'), true, 'release of the first watched key');
+    await eventually(f.elapse, () => woken, 'release: the first watch never called wake');
+  } finally {
+    unwatch();
+  }
+}
+
+type Watch = NonNullable<LockStore['watch']>;
+
 function leaseOf(result: AcquiredLease | undefined, what: string): AcquiredLease {
   const { fail } = lockChecks;
   if (result === undefined || result === null || typeof result !== 'object')
@@ -81,7 +104,7 @@ export function lockStoreConformance(
   fixture: () => LockStoreFixture | Promise<LockStoreFixture>,
   runner: ConformanceRunner,
 ): void {
-  const { fail, equal, rejectsTypeError } = lockChecks;
+  const { fail, equal, rejectsTypeError, eventually } = lockChecks;
   const each = scenarios(runner, fixture);
   const scenario = (title: string, body: (f: LockStoreFixture, ttl: number) => Promise<void>) =>
     each(title, (f) => body(f, Math.ceil(4 * f.slackMs + 200)));
@@ -173,6 +196,7 @@ export function lockStoreConformance(
       'watch wakes a waiter when the key is released (each watch its own; a throwing one ignored)',
       async (f, ttl) => {
         if (f.store.watch === undefined) return;
+        await listening(f, f.store.watch.bind(f.store), ttl);
         leaseOf(await f.store.acquire('k', 'a', ttl * 10), 'acquire');
         let woken = 0;
         const wake = () => {
@@ -187,10 +211,13 @@ export function lockStoreConformance(
         const unwatch = f.store.watch('k', wake);
         unwatchFirst();
         try {
-          await f.elapse(50); // a remote store's subscription settles
+          // As a waiter does: it watches, then its acquisition is refused.
+          equal(await f.store.acquire('k', 'b', ttl), undefined, "the watcher's acquire");
+          // Nothing wakes a watcher before its key is released (the store listens already).
+          await f.elapse(50);
+          equal(woken, 0, 'wakes before release');
           equal(await f.store.release('k', 'a'), true, 'release');
-          for (let i = 0; i < 200 && woken === 0; i++) await f.elapse(10);
-          if (woken === 0) fail('release: watch never called wake');
+          await eventually(f.elapse, () => woken > 0, 'release: watch never called wake');
         } finally {
           unwatch();
           unwatchThrowing();

@@ -124,7 +124,8 @@ redis.describe('idempotency store on real Redis', () => {
     const unwatch = watching.idempotency.watch('k', () => woken.push('k'));
     watching.idempotency.watch('unrelated', () => woken.push('unrelated'));
     await expect.poll(() => redis.admin().hget(other.keyOf('k'), 'w')).toBe('1');
-    await sleep(100); // the subscription is in place
+    await expect.poll(() => woken.sort()).toEqual(['k', 'unrelated']); // subscribed: each looks once
+    woken.length = 0;
     expect(await other.release('k', first)).toBe(true);
     await expect.poll(() => woken).toEqual(['k']);
 
@@ -158,9 +159,9 @@ redis.describe('idempotency store on real Redis', () => {
     store.watch('k', () => woken++);
     expect(await redis.keys()).toEqual([`${redis.prefix}client:b:idem:{k}`]);
     await expect.poll(() => redis.admin().hget(`${redis.prefix}client:b:idem:{k}`, 'w')).toBe('1');
-    await sleep(100);
+    await expect.poll(() => woken).toBe(1); // subscribed: the watcher looks once
     expect(await store.release('k', token)).toBe(true);
-    await expect.poll(() => woken).toBe(1);
+    await expect.poll(() => woken).toBe(2);
     await stores.close();
   });
 
@@ -176,6 +177,7 @@ redis.describe('idempotency store on real Redis', () => {
     expect(duplicates).toHaveLength(1);
     const subscriber = duplicates[0]!;
     await expect.poll(() => subscriber.status).toBe('ready');
+    await expect.poll(() => woken).toBe(2); // subscribed: each watcher looks once
     await stores.close();
     await expect.poll(() => subscriber.status).toBe('end');
     store.watch('c', () => woken++);
@@ -183,7 +185,7 @@ redis.describe('idempotency store on real Redis', () => {
     // The caller's client is not closed: the store still works.
     expect((await store.claim('c', 'fp', 5_000)).status).toBe('claimed');
     expect(client.status).toBe('ready');
-    expect(woken).toBe(0);
+    expect(woken).toBe(2);
   });
 
   it('the subscriber never keeps the process alive: a process that watches and disconnects its client exits', async () => {

@@ -110,9 +110,12 @@ redis.describe('Redis idempotency store under faults', () => {
     const direct = redisStores(redis.client(), { prefix: redis.prefix }).idempotency;
     let woken = 0;
     stores.idempotency.watch('k', () => woken++);
-    await sleep(100);
+    await expect.poll(() => woken).toBe(1); // subscribed: the watcher looks once
     proxy.cut({ reset: true });
-    // Once reconnected, a release wakes the watcher again (polled: the resubscription takes a moment).
+    // Resubscribed once reconnected: the watcher looks again (what was published meanwhile was lost).
+    await expect.poll(() => woken, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+    const resubscribed = woken;
+    // And a release wakes it (polled: the client whose claim marks the key reconnects on its own).
     await expect
       .poll(
         async () => {
@@ -121,7 +124,7 @@ redis.describe('Redis idempotency store under faults', () => {
           await stores.idempotency.claim('k', 'fp', 5_000).catch(() => undefined);
           await direct.release('k', token);
           await sleep(20);
-          return woken > 0;
+          return woken > resubscribed;
         },
         { timeout: 10_000, interval: 50 },
       )

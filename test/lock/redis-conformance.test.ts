@@ -248,7 +248,8 @@ redis.describe('lock and fence stores on real Redis', () => {
     expect(await other.lock.renew('k', 'b', 5_000)).toBe(true);
     expect(await other.lock.release('k', 'c')).toBe(false); // refused: publishes nothing
     expect(await other.lock.renew('k', 'b\u00ff', 5_000)).toBe(false); // an owner that looks like the mark
-    await sleep(100); // the subscription is in place
+    await expect.poll(() => woken.sort()).toEqual(['k', 'unrelated']); // subscribed: each looks once
+    woken.length = 0;
     expect(await other.lock.release('k', 'b')).toBe(true);
     await expect.poll(() => woken).toEqual(['k']);
 
@@ -288,7 +289,8 @@ redis.describe('lock and fence stores on real Redis', () => {
     watching.lock.watch('k', () => woken.push('lock k'));
     watching.idempotency.watch('k', () => woken.push('idem k'));
     expect(duplicates).toHaveLength(1);
-    await sleep(100); // the subscriptions are in place
+    await expect.poll(() => woken.sort()).toEqual(['idem k', 'lock k']); // subscribed: each looks once
+    woken.length = 0;
     expect(await other.lock.release('k', 'a')).toBe(true);
     await expect.poll(() => woken).toEqual(['lock k']);
     await other.idempotency.release('k', claim.token);

@@ -256,12 +256,12 @@ pg.describe('idempotency store on PostgreSQL (pg)', () => {
     let woken = 0;
     const unwatch = [store.watch!('a', () => (woken += 1)), store.watch!('b', () => (woken += 10))];
     await expect.poll(() => backends(name)).toBe(pool.totalCount + 1);
+    await expect.poll(() => woken).toBe(11); // listening: every watcher looks once
     const a = await store.claim('a', 'fp', 60_000);
     if (a.status !== 'claimed') throw new Error('not claimed');
     expect((await store.claim('a', 'fp', 60_000)).status).toBe('in_progress'); // a duplicate waits
-    await sleep(50);
     await store.complete('a', a.token, 'r', 60_000);
-    await expect.poll(() => woken).toBe(1);
+    await expect.poll(() => woken).toBe(12);
 
     // The listening connection dies: it is reopened and listens again.
     await pg
@@ -270,12 +270,13 @@ pg.describe('idempotency store on PostgreSQL (pg)', () => {
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'",
         [name],
       );
-    await sleep(1_300);
+    // Listening again (a second later): every watcher looks again, as notifications were lost.
+    await expect.poll(() => woken, { timeout: 10_000 }).toBe(23);
     const b = await store.claim('b', 'fp', 60_000);
     if (b.status !== 'claimed') throw new Error('not claimed');
     expect((await store.claim('b', 'fp', 60_000)).status).toBe('in_progress'); // a duplicate waits
     await store.release('b', b.token);
-    await expect.poll(() => woken).toBe(11);
+    await expect.poll(() => woken).toBe(33);
     for (const stop of unwatch) stop();
     await stores.close();
     await expect.poll(() => backends(name)).toBe(pool.totalCount);

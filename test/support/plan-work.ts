@@ -39,6 +39,12 @@ export async function analyzedPlan(tx: PostgresTransaction, statement: string): 
   return rows[0]!['QUERY PLAN'][0].Plan;
 }
 
+/**
+ * Seeding thousands of rows and failing thousands of claims in one call is test set-up, not a
+ * store call under test: its deadline must not be the stores' 1 s (a loaded CI machine misses it).
+ */
+const SETUP_TIMEOUT = { timeoutMs: 60_000 };
+
 /** A database to count plans on: migrated stores, and transactions that roll back or commit. */
 export interface PlanBackend {
   stores(): Promise<PostgresStores>;
@@ -51,7 +57,7 @@ export interface PlanBackend {
 /** The backend on `pg` (stores on the current test's schema). */
 function pgPlanBackend(pg: PostgresService): PlanBackend {
   return {
-    stores: () => serverStores(pg),
+    stores: () => serverStores(pg, SETUP_TIMEOUT),
     rolledBack: (work) => pgTransaction(pg.pool(), work, 'ROLLBACK'),
     committed: (work) => pgTransaction(pg.pool(), work),
   };
@@ -60,7 +66,7 @@ function pgPlanBackend(pg: PostgresService): PlanBackend {
 /** The backend on an embedded PGlite (stores on a schema of their own each). */
 function pglitePlanBackend(embedded: EmbeddedPostgres): PlanBackend {
   return {
-    stores: () => embedded.stores(),
+    stores: () => embedded.stores(SETUP_TIMEOUT),
     rolledBack: (work) =>
       embedded.db().transaction(async (tx) => {
         const result = await work(tx);

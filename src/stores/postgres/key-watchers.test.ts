@@ -6,15 +6,23 @@ import { KeyWatchers } from './key-watchers.js';
 function notifications() {
   const subscribed: string[] = [];
   let deliver: (payload: string) => void = () => {};
+  let listening: (() => void) | undefined;
   const source: Notifications = {
-    subscribe: (channel, onNotify) => {
+    subscribe: (channel, onNotify, onListening) => {
       subscribed.push(channel);
       deliver = onNotify;
+      listening = onListening;
       return () => {};
     },
     close: async () => {},
   };
-  return { source, subscribed, notify: (payload: string) => deliver(payload) };
+  return {
+    source,
+    subscribed,
+    notify: (payload: string) => deliver(payload),
+    /** The connection (re)started listening. */
+    listening: () => listening?.(),
+  };
 }
 
 describe('KeyWatchers', () => {
@@ -40,6 +48,19 @@ describe('KeyWatchers', () => {
     watchers.watch('b', () => woken.push('b'));
     notify('');
     expect(woken.sort()).toEqual(['a', 'b']);
+  });
+
+  it('each time listening (re)starts, every watcher is woken: what was sent before the LISTEN is lost', () => {
+    const { source, listening } = notifications();
+    const watchers = new KeyWatchers(() => source, 'lock_wake');
+    const woken: string[] = [];
+    watchers.watch('a', () => woken.push('a'));
+    const unwatchB = watchers.watch('b', () => woken.push('b'));
+    listening();
+    expect(woken.sort()).toEqual(['a', 'b']);
+    unwatchB();
+    listening(); // a reconnect
+    expect(woken.sort()).toEqual(['a', 'a', 'b']);
   });
 
   it('a store that cannot listen leaves its watchers to poll: watch never throws', () => {

@@ -1,7 +1,9 @@
 /**
  * The `watch(key, wake)` of the PostgreSQL stores: one LISTEN per store on its channel, opened on
  * the first watch, and the watchers of each key woken by a notification whose payload is that key
- * ('' — a key too long to send — wakes every watcher). A hint only: the stores' waiters poll too.
+ * ('' — a key too long to send — wakes every watcher), and every watcher woken each time listening
+ * (re)starts: a notification sent before the LISTEN took hold (the first watch's, or during a
+ * reconnect) was lost, so each waiter looks again. A hint only: the stores' waiters poll too.
  */
 import { KeyedWakers } from '../../core/keyed-wakers.js';
 import type { Notifications } from './database.js';
@@ -17,15 +19,20 @@ export class KeyWatchers {
   ) {}
 
   /**
-   * Calls `wake` on each notification for `key` until the returned function is called. Never throws
-   * (a store that cannot listen leaves its waiters to poll) and never calls `wake` synchronously.
+   * Calls `wake` on each notification for `key`, and each time listening (re)starts, until the
+   * returned function is called. Never throws (a store that cannot listen leaves its waiters to
+   * poll) and never calls `wake` synchronously.
    */
   watch(key: string, wake: () => void): () => void {
     const unwatch = this.wakers.add(key, wake);
     if (!this.subscribed) {
       this.subscribed = true;
       try {
-        this.notifications().subscribe(this.channel, (payload) => this.woken(payload));
+        this.notifications().subscribe(
+          this.channel,
+          (payload) => this.woken(payload),
+          () => this.wakers.wakeAll(),
+        );
       } catch {
         // Watching is a hint: a store that cannot listen leaves waiters to poll.
       }

@@ -6,6 +6,7 @@
  * listened to again; notifications sent meanwhile are lost, which is fine: they are hints, waiters
  * poll as well, and subscribers that asked (`onListening`) are told each time listening (re)starts.
  */
+import { callEach } from '../../core/call-each.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import type { Notifications, PgPoolClientLike, PgPoolLike } from './database.js';
 import { quoteIdent } from './identifiers.js';
@@ -131,29 +132,14 @@ export class PgNotifications implements Notifications {
     // Simple protocol (no parameters): several LISTENs in one round trip.
     const text = channels.map((channel) => `LISTEN ${quoteIdent(channel)}`).join('; ');
     client.query(text).then(
-      () => {
-        for (const onListening of this.listening) {
-          try {
-            onListening();
-          } catch {
-            // A listener's failure is its own.
-          }
-        }
-      },
+      () => callEach(this.listening, (onListening) => onListening()),
       () => this.dropped(client),
     );
   }
 
   private notify(channel: string, payload: string): void {
     const listeners = this.channels.get(channel);
-    if (listeners === undefined) return;
-    for (const onNotify of listeners) {
-      try {
-        onNotify(payload);
-      } catch {
-        // A listener's failure is its own.
-      }
-    }
+    if (listeners !== undefined) callEach(listeners, (onNotify) => onNotify(payload));
   }
 
   private dropped(client: ListenClient): void {

@@ -300,6 +300,43 @@ describe('PGliteDatabase.notifications', () => {
     await notifications.close();
   });
 
+  it("tells the subscribers that asked once the channel's listen() took hold; not after they left, nor on a failed listen()", async () => {
+    const { db, failNextListen } = setup();
+    const notifications = db.notifications();
+    const told: string[] = [];
+    notifications.subscribe(
+      'ch',
+      () => {},
+      () => told.push('first'),
+    );
+    notifications.subscribe('ch', () => {}); // did not ask
+    notifications.subscribe(
+      'ch',
+      () => {},
+      () => {
+        throw new Error('a listener bug');
+      },
+    );
+    const stopLeaving = notifications.subscribe(
+      'ch',
+      () => {},
+      () => told.push('left'),
+    );
+    expect(told).toEqual([]); // never synchronously
+    stopLeaving();
+    await settle();
+    expect(told).toEqual(['first']);
+    failNextListen(new Error('listen failed'));
+    notifications.subscribe(
+      'other',
+      () => {},
+      () => told.push('failed'),
+    );
+    await settle();
+    expect(told).toEqual(['first']);
+    await notifications.close();
+  });
+
   it('a listen() that failed is tried again by the next subscription', async () => {
     const { db, listens, notify, failNextListen } = setup();
     const notifications = db.notifications();

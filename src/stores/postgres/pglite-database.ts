@@ -5,6 +5,7 @@
  * the deadline bounds only the wait for the session and its answer; a late answer is dropped. A
  * transaction whose session arrives after the deadline runs nothing and rolls back.
  */
+import { callEach } from '../../core/call-each.js';
 import type { Database, Notifications, PGliteLike, PostgresTransaction } from './database.js';
 import type { QueryDeadline } from './deadline.js';
 
@@ -114,32 +115,30 @@ export class PGliteDatabase implements Database {
   }
 
   private makeNotifications(): Notifications {
-    const channels = new Map<string, Set<(payload: string) => void>>();
+    /** By channel: who hears its payloads, and who is told once its LISTEN has taken hold. */
+    const channels = new Map<string, { hear: Set<(payload: string) => void>; told: Set<() => void> }>();
     let closed = false;
     return {
-      subscribe: (channel, onNotify) => {
+      subscribe: (channel, onNotify, onListening) => {
         if (closed) return () => {};
-        let listeners = channels.get(channel);
-        if (listeners === undefined) {
-          const set = new Set<(payload: string) => void>();
-          listeners = set;
-          channels.set(channel, set);
-          const stop = this.db.listen(channel, (payload) => {
-            for (const listener of set) {
-              try {
-                listener(payload);
-              } catch {
-                // A listener's failure is its own.
-              }
-            }
-          });
-          stop.catch(() => channels.delete(channel));
+        let users = channels.get(channel);
+        if (users === undefined) {
+          const own = { hear: new Set<(payload: string) => void>(), told: new Set<() => void>() };
+          users = own;
+          channels.set(channel, own);
+          const stop = this.db.listen(channel, (payload) => callEach(own.hear, (hear) => hear(payload)));
+          stop.then(
+            () => callEach(own.told, (tell) => tell()),
+            () => channels.delete(channel),
+          );
           this.unlisten.push(stop);
         }
-        listeners.add(onNotify);
-        const own = listeners;
+        const { hear, told } = users;
+        hear.add(onNotify);
+        if (onListening !== undefined) told.add(onListening);
         return () => {
-          own.delete(onNotify);
+          hear.delete(onNotify);
+          if (onListening !== undefined) told.delete(onListening);
         };
       },
       close: async () => {

@@ -374,6 +374,8 @@ describe('RedisCacheLayer subscriptions use the store set’s one subscriber', (
     await turns();
     const subscriber = subscribers[0]!;
     expect([...new Set(subscriber.subscribed)].sort()).toEqual(['p:cache:bus', 'p:lock:wake']);
+    expect(new Set(heard)).toEqual(new Set(['lock woken'])); // subscribed: the watcher looks
+    heard.length = 0;
     subscriber.emit('message', 'p:cache:bus', 'set k');
     subscriber.emit('message', 'p:lock:wake', 'p:lock:{k}');
     expect(heard).toEqual(['set k', 'lock woken']);
@@ -393,6 +395,7 @@ describe('RedisCacheLayer subscriptions use the store set’s one subscriber', (
     );
     set.idempotency.watch('k', () => heard.push('idem woken'));
     await turns();
+    heard.length = 0; // subscribed: the watcher looked
     const subscriber = subscribers[0]!;
     set.cacheLayer.close();
     set.cacheLayer.close(); // idempotent

@@ -75,6 +75,8 @@ describe('RedisIdempotencyStore.watch', () => {
     await Promise.resolve();
     await Promise.resolve();
     expect(subscriber.subscribed).toEqual(['p:idem:wake']);
+    expect(woken).toEqual(['a', 'a2', 'b']); // subscribed: every watcher looks once
+    woken.length = 0;
     subscriber.emit('message', 'p:idem:wake', 'a');
     subscriber.emit('message', 'elsewhere', 'b');
     expect(woken).toEqual(['a', 'a2']);

@@ -35,6 +35,8 @@ describe('RedisWakeups: one subscriber connection per store set', () => {
     // (SUBSCRIBE of a subscribed channel is a no-op: a watch between the status turning ready and
     // the 'ready' event may send one twice)
     expect([...new Set(subscriber.subscribed)].sort()).toEqual(['p:idem:wake', 'p:lock:wake']);
+    expect([...new Set(woken)].sort()).toEqual(['idem k', 'lock k', 'lock other']); // subscribed: look
+    woken.length = 0;
     subscriber.emit('message', 'p:lock:wake', 'p:lock:{k}'); // the lock publishes its Redis key
     expect(woken).toEqual(['lock k']);
     subscriber.emit('message', 'p:idem:wake', 'k');
@@ -42,6 +44,40 @@ describe('RedisWakeups: one subscriber connection per store set', () => {
     expect(woken).toEqual(['lock k', 'idem k']);
     await stores.close();
     expect(subscriber.disconnected).toBe(true);
+  });
+
+  it('a channel’s watchers are woken once it is subscribed, and after each resubscription (what was published before was lost)', async () => {
+    const subscriber = new FakeSubscriber();
+    const pending: (() => void)[] = [];
+    subscriber.subscribe = (channel: string) => {
+      subscriber.subscribed.push(channel);
+      return new Promise((resolve) => pending.push(() => resolve(1)));
+    };
+    const wakeups = new RedisWakeups({ duplicate: () => subscriber });
+    const woken: string[] = [];
+    wakeups.watch('a', 'k', () => woken.push('a k'));
+    wakeups.watch('a', 'j', () => woken.push('a j'));
+    await turns();
+    expect(woken).toEqual([]); // not before the subscription took hold
+    for (const resolve of pending.splice(0)) resolve();
+    await turns();
+    expect([...new Set(woken)].sort()).toEqual(['a j', 'a k']);
+    woken.length = 0;
+    wakeups.watch('b', 'k', () => woken.push('b k')); // a channel added once ready
+    for (const resolve of pending.splice(0)) resolve();
+    await turns();
+    expect(woken).toEqual(['b k']); // only that channel's watchers
+    woken.length = 0;
+    subscriber.emit('ready'); // a reconnect
+    for (const resolve of pending.splice(0)) resolve();
+    await turns();
+    expect(woken.sort()).toEqual(['a j', 'a k', 'b k']);
+    woken.length = 0;
+    subscriber.subscribe = () => Promise.reject(new Error('Connection is closed.'));
+    subscriber.emit('ready'); // a resubscription that fails wakes nobody
+    await turns();
+    expect(woken).toEqual([]);
+    wakeups.close();
   });
 
   it('a channel first watched once the connection is ready is subscribed at once, and only once', async () => {
@@ -67,6 +103,8 @@ describe('RedisWakeups: one subscriber connection per store set', () => {
     stores.lock.watch('k', () => lockWoken++);
     stores.idempotency.watch('k', () => idemWoken++);
     await turns();
+    lockWoken = 0; // woken once subscribed
+    idemWoken = 0;
     const subscriber = subscribers[0]!;
     stores.lock.close();
     expect(subscriber.unsubscribed).toEqual(['p:lock:wake']);
@@ -179,6 +217,7 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     await turns();
     const subscriber = subscribers[0]!;
     expect([...new Set(subscriber.subscribed)].sort()).toEqual(['ch', 'other']);
+    heard.length = 0; // the watchers woken once subscribed
     subscriber.emit('message', 'ch', 'k');
     subscriber.emit('message', 'ch', 'j');
     subscriber.emit('message', 'other', 'j');
@@ -274,11 +313,12 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     wakeups.listen('bus', ...listener('a'));
     wakeups.watch('bus', 'm', () => heard.push('watcher m'));
     await turns();
+    expect(heard).toEqual(['watcher m']); // subscribed: the watcher looks
     const subscriber = subscribers[0]!;
     expect(() => subscriber.emit('message', 'bus', 'm')).not.toThrow();
     subscriber.emit('ready');
     await turns();
-    expect(heard).toEqual(['watcher m', 'a: m', 'a: reset']);
+    expect(heard).toEqual(['watcher m', 'watcher m', 'a: m', 'watcher m', 'a: reset']);
   });
 
   it('unsubscribing is idempotent and removes only its own registration; the channel stays subscribed', async () => {

@@ -9,6 +9,7 @@
  * message, and is told when messages may have been lost).
  */
 
+import { callEach } from '../../core/call-each.js';
 import { KeyedWakers } from '../../core/keyed-wakers.js';
 
 /** A connection's socket, as far as unref'ing it goes. */
@@ -46,17 +47,6 @@ class ChannelUsers {
   readonly listeners = new Set<Listener>();
 }
 
-/** Calls `call` on each of `listeners`, from a copy (a listener may unsubscribe); throws are ignored. */
-function callEach(listeners: ReadonlySet<Listener>, call: (listener: Listener) => void): void {
-  for (const listener of [...listeners]) {
-    try {
-      call(listener);
-    } catch {
-      // A listener's failure is its own: it must not stop the others, nor the connection's events.
-    }
-  }
-}
-
 /** Unrefs a connection's socket, so that it never keeps the process alive on its own. */
 function unref(connection: Socket | undefined): void {
   connection?.stream?.unref?.();
@@ -67,8 +57,9 @@ function unref(connection: Socket | undefined): void {
  * the first {@link watch} or {@link listen}; its socket is unref'd, so it never keeps the process
  * alive on its own (while it reconnects, ioredis's retry timer does: `close()` the store set at
  * shutdown). It subscribes every channel in use again after each reconnect, and then tells that
- * channel's listeners (`onReset`). A message is a hint: one published while the subscriber is down
- * or reconnecting is lost, so watchers poll as well, and listeners hear of the gap. On Redis
+ * channel's listeners (`onReset`). A message is a hint: one published while the subscriber is down,
+ * reconnecting or not yet subscribed is lost, so watchers are woken once their channel is
+ * (re)subscribed and poll as well, and listeners hear of the gap. On Redis
  * Cluster, `PUBLISH` is broadcast to every node, which costs cluster-bus traffic but is correct
  * wherever the subscriber is connected.
  */
@@ -83,8 +74,9 @@ export class RedisWakeups {
   constructor(private readonly client: WakeupClient) {}
 
   /**
-   * Calls `wake` (later, never synchronously) each time `key` is published on `channel`; returns
-   * the unsubscribe function (idempotent). Never throws: a bad key or `wake`, a client without
+   * Calls `wake` (later, never synchronously) each time `key` is published on `channel`, and each
+   * time `channel` is (re)subscribed (what was published before was lost); returns the unsubscribe
+   * function (idempotent). Never throws: a bad key or `wake`, a client without
    * `duplicate()`, a dropped channel or closed wake-ups give a watch that never wakes, and a
    * throwing `wake` is ignored.
    */
@@ -185,15 +177,20 @@ export class RedisWakeups {
     if (subscriber.status === 'wait') subscriber.connect().catch(noop);
   }
 
-  /** Subscribes `channel`; once subscribed, resets its listeners if `reset` (after a reconnect). */
+  /**
+   * Subscribes `channel`; once subscribed, wakes its watchers (a message published before the
+   * subscription took hold was lost: each waiter looks again) and, if `reset` (after a reconnect),
+   * resets its listeners.
+   */
   private subscribe(subscriber: Subscriber, channel: string, reset: boolean): void {
     subscriber.subscribe(channel).then(() => {
       const inner = (subscriber as { subscriber?: { getInstance?(): Socket } }).subscriber;
       unref(inner?.getInstance?.());
-      if (!reset) return;
       // Not after close() or drop(): the channel's users are gone with it.
       const users = this.channels.get(channel);
-      if (users !== undefined) callEach(users.listeners, (listener) => listener.onReset());
+      if (users === undefined) return;
+      users.wakers.wakeAll();
+      if (reset) callEach(users.listeners, (listener) => listener.onReset());
     }, noop);
   }
 
