@@ -85,8 +85,8 @@ export interface RemoteCacheLayer {
   releaseLoad(key: string, owner: string): Promise<void>;
   /**
    * Calls `onMessage` with every message published through this layer by any process (this one's
-   * included), and `onReset` whenever messages may have been lost (the subscription was down and
-   * came back). Returns the unsubscribe function. A hint, like every bus: messages may be late.
+   * included), and `onReset` whenever messages may have been lost: once the subscription took hold
+   * (messages before it were not heard), and each time it was down and came back. Returns the unsubscribe function. A hint, like every bus: messages may be late.
    */
   subscribe(onMessage: (message: string) => void, onReset: () => void): () => void;
 }

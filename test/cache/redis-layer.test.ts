@@ -227,7 +227,9 @@ redis.describe('the cache layer on real Redis', () => {
       () => {},
     );
     expect([first.duplicates.length, second.duplicates.length]).toEqual([1, 1]);
-    await sleep(100); // the subscriptions are in place
+    // Each subscriber is told once its subscription is in place (nothing before it was heard).
+    await expect.poll(() => [...new Set(heard)].sort()).toEqual(['a reset', 'b reset']);
+    heard.length = 0;
     await a.cacheLayer.set('k', 'v', 5_000, 0, 'set by a');
     await b.cacheLayer.delete('k', 'deleted by b');
     await b.cacheLayer.bumpVersion('ns', 'bumped by b');
@@ -254,20 +256,19 @@ redis.describe('the cache layer on real Redis', () => {
       (message) => heard.push(message),
       () => heard.push('reset'),
     );
-    await expect.poll(() => duplicates[0]?.status).toBe('ready');
-    await sleep(50); // subscribed
+    await expect.poll(() => heard).toEqual(['reset']); // subscribed
     await publishing.cacheLayer.delete('k', 'before');
-    await expect.poll(() => heard).toEqual(['before']);
+    await expect.poll(() => heard).toEqual(['reset', 'before']);
     const killed = await own!.client().client('KILL', 'TYPE', 'pubsub');
     expect(killed).toBeGreaterThanOrEqual(1);
-    await expect.poll(() => heard, { timeout: 5_000 }).toEqual(['before', 'reset']);
+    await expect.poll(() => heard, { timeout: 5_000 }).toEqual(['reset', 'before', 'reset']);
     await publishing.cacheLayer.delete('k', 'after');
-    await expect.poll(() => heard).toEqual(['before', 'reset', 'after']);
+    await expect.poll(() => heard).toEqual(['reset', 'before', 'reset', 'after']);
     unsubscribe();
     unsubscribe(); // idempotent
     await publishing.cacheLayer.delete('k', 'unheard');
     await sleep(100);
-    expect(heard).toEqual(['before', 'reset', 'after']);
+    expect(heard).toEqual(['reset', 'before', 'reset', 'after']);
     await listening.close();
     await publishing.close();
   });

@@ -375,7 +375,9 @@ describe('RedisCacheLayer subscriptions use the store set’s one subscriber', (
     const subscriber = subscribers[0]!;
     expect([...new Set(subscriber.subscribed)].sort()).toEqual(['p:cache:bus', 'p:lock:wake']);
     expect(new Set(heard)).toEqual(new Set(['lock woken'])); // subscribed: the watcher looks
+    expect(resets).toBeGreaterThanOrEqual(1); // and the layer's subscriber is told
     heard.length = 0;
+    resets = 0;
     subscriber.emit('message', 'p:cache:bus', 'set k');
     subscriber.emit('message', 'p:lock:wake', 'p:lock:{k}');
     expect(heard).toEqual(['set k', 'lock woken']);

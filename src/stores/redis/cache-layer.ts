@@ -227,13 +227,13 @@ export class RedisCacheLayer implements RemoteCacheLayer {
 
   /**
    * Calls `onMessage` with every message published on {@link channel} (by any process, this one
-   * included) and `onReset` each time the store set's subscriber connection is subscribed again
-   * after a reconnect (messages may have been lost meanwhile); returns the unsubscribe function
+   * included) and `onReset` each time the channel is (re)subscribed: once the first `SUBSCRIBE`
+   * took hold (messages published before it, about one round trip, were not heard), and after each
+   * reconnect (messages may have been lost meanwhile); returns the unsubscribe function
    * (idempotent). Listens on the store set's one subscriber connection (`client.duplicate()`,
    * opened by the first subscription or watch, unref'd); the channel stays subscribed until
    * {@link close}. Never throws: a listener that is not a function, or a closed layer, gives a
-   * subscription that is never called, and a throwing listener is ignored. Messages published
-   * before the subscription is in place (about one round trip) are not heard.
+   * subscription that is never called, and a throwing listener is ignored.
    */
   subscribe(onMessage: (message: string) => void, onReset: () => void): () => void {
     return this.wakeups.listen(this.channel, onMessage, onReset);

@@ -201,6 +201,8 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     await turns();
     const subscriber = subscribers[0]!;
     expect(subscriber.subscribed).toEqual(['bus']);
+    expect(heard).toEqual(['a: reset']); // subscribed: what was published before was not heard
+    heard.length = 0;
     subscriber.emit('message', 'bus', 'set k');
     subscriber.emit('message', 'bus', '');
     subscriber.emit('message', 'elsewhere', 'set k');
@@ -227,7 +229,7 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
   });
 
   it('a channel first listened to once the connection is ready is subscribed at once, and only once', async () => {
-    const { wakeups, subscribers, listener } = listening();
+    const { wakeups, subscribers, heard, listener } = listening();
     wakeups.watch('a', 'k', () => {});
     await turns();
     const subscriber = subscribers[0]!;
@@ -235,16 +237,21 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     wakeups.listen('b', ...listener('2'));
     wakeups.listen('b', ...listener('3'));
     expect(subscriber.subscribed).toEqual(['a', 'b']);
+    await turns();
+    // Listeners of the new channel are reset once it is subscribed; one joining a subscribed
+    // channel missed nothing, and is not.
+    expect(heard).toEqual(['2: reset', '3: reset']);
   });
 
-  it('every ready subscribes the channels of both kinds; only a ready after an earlier one resets, once the channel is subscribed again', async () => {
+  it('every ready subscribes the channels of both kinds; each channel’s listeners are reset once it is subscribed (again)', async () => {
     const { wakeups, subscribers, heard, listener } = listening();
     wakeups.listen('bus', ...listener('a'));
     wakeups.listen('bus', ...listener('b'));
     wakeups.watch('wake', 'k', () => {});
     await turns();
     const subscriber = subscribers[0]!;
-    expect(heard).toEqual([]); // the first ready is no reconnect
+    expect(heard).toEqual(['a: reset', 'b: reset']); // the first subscription: nothing before was heard
+    heard.length = 0;
     const pending = new Map<string, () => void>();
     subscriber.subscribe = (channel: string) => {
       subscriber.subscribed.push(channel);
@@ -267,6 +274,7 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     const { wakeups, subscribers, heard, listener } = listening();
     wakeups.listen('bus', ...listener('a'));
     await turns();
+    heard.length = 0; // the first subscription's reset
     const subscriber = subscribers[0]!;
     subscriber.subscribe = () => Promise.reject(new Error('Connection is closed.'));
     subscriber.emit('ready');
@@ -276,6 +284,7 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     const later = listening();
     later.wakeups.listen('bus', ...later.listener('a'));
     await turns();
+    later.heard.length = 0;
     later.subscribers[0]!.emit('ready');
     later.wakeups.drop('bus');
     await turns();
@@ -286,6 +295,7 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     kept.wakeups.listen('bus', ...kept.listener('a'));
     kept.wakeups.listen('other', ...kept.listener('b'));
     await turns();
+    kept.heard.length = 0;
     const keptSubscriber = kept.subscribers[0]!;
     const resolvers: (() => void)[] = [];
     keptSubscriber.subscribe = () => new Promise((resolve) => resolvers.push(() => resolve(1)));
@@ -298,6 +308,7 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     const closed = listening();
     closed.wakeups.listen('bus', ...closed.listener('a'));
     await turns();
+    closed.heard.length = 0;
     closed.subscribers[0]!.emit('ready');
     closed.wakeups.close();
     await turns();
@@ -313,12 +324,12 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     wakeups.listen('bus', ...listener('a'));
     wakeups.watch('bus', 'm', () => heard.push('watcher m'));
     await turns();
-    expect(heard).toEqual(['watcher m']); // subscribed: the watcher looks
+    expect(heard).toEqual(['watcher m', 'a: reset']); // subscribed: the watcher looks, listeners reset
     const subscriber = subscribers[0]!;
     expect(() => subscriber.emit('message', 'bus', 'm')).not.toThrow();
     subscriber.emit('ready');
     await turns();
-    expect(heard).toEqual(['watcher m', 'watcher m', 'a: m', 'watcher m', 'a: reset']);
+    expect(heard).toEqual(['watcher m', 'a: reset', 'watcher m', 'a: m', 'watcher m', 'a: reset']);
   });
 
   it('unsubscribing is idempotent and removes only its own registration; the channel stays subscribed', async () => {
@@ -327,6 +338,8 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     const first = wakeups.listen('bus', onMessage, onReset);
     wakeups.listen('bus', onMessage, onReset); // the same functions again: a registration of its own
     await turns();
+    expect(heard).toEqual(['a: reset', 'a: reset']);
+    heard.length = 0;
     const subscriber = subscribers[0]!;
     subscriber.emit('message', 'bus', 'one');
     first();
@@ -361,6 +374,7 @@ describe('RedisWakeups.listen: every message of a channel, and a reset after eac
     wakeups.listen('bus', ...listener('a'));
     wakeups.listen('other', ...listener('b'));
     await turns();
+    heard.length = 0; // the first subscription's resets
     const subscriber = subscribers[0]!;
     wakeups.drop('bus');
     expect(subscriber.unsubscribed).toEqual(['bus']);

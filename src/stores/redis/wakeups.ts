@@ -56,12 +56,11 @@ function unref(connection: Socket | undefined): void {
  * The subscriber connection of one store set and the users of every channel on it. Opened by
  * the first {@link watch} or {@link listen}; its socket is unref'd, so it never keeps the process
  * alive on its own (while it reconnects, ioredis's retry timer does: `close()` the store set at
- * shutdown). It subscribes every channel in use again after each reconnect, and then tells that
- * channel's listeners (`onReset`). A message is a hint: one published while the subscriber is down,
- * reconnecting or not yet subscribed is lost, so watchers are woken once their channel is
- * (re)subscribed and poll as well, and listeners hear of the gap. On Redis
- * Cluster, `PUBLISH` is broadcast to every node, which costs cluster-bus traffic but is correct
- * wherever the subscriber is connected.
+ * shutdown). It subscribes every channel in use again after each reconnect. A message is a hint:
+ * one published while the subscriber is down, reconnecting or not yet subscribed is lost, so each
+ * time a channel is (re)subscribed its watchers are woken (they poll as well) and its listeners
+ * are told (`onReset`). On Redis Cluster, `PUBLISH` is broadcast to every node, which costs
+ * cluster-bus traffic but is correct wherever the subscriber is connected.
  */
 export class RedisWakeups {
   /** The users of each channel. A channel stays (subscribed) while its store is open. */
@@ -88,12 +87,13 @@ export class RedisWakeups {
 
   /**
    * Calls `onMessage` (later, never synchronously) with every message published on `channel`,
-   * whatever it holds, and `onReset` each time the subscriber connection is ready again after it
-   * had been ready before (a reconnect: messages published meanwhile were lost), once `channel` is
-   * subscribed again, so a message published after `onReset` is heard. Returns the unsubscribe
-   * function (idempotent); the channel itself stays subscribed until {@link drop} (a store's
-   * `close()`) or {@link close}. Each call is a registration of its own (the same functions
-   * passed twice are called twice). Never throws: a listener that is not a function, a client
+   * whatever it holds, and `onReset` each time `channel` is (re)subscribed: once its first
+   * `SUBSCRIBE` took hold, and again after each reconnect (messages published before were lost),
+   * so a message published after `onReset` is heard. A listener added once the channel is
+   * subscribed is not reset until the next reconnect. Returns the unsubscribe function
+   * (idempotent); the channel itself stays subscribed until {@link drop} (a store's `close()`) or
+   * {@link close}. Each call is a registration of its own (the same functions passed twice are
+   * called twice). Never throws: a listener that is not a function, a client
    * without `duplicate()`, a dropped channel or closed wake-ups give a registration that is never
    * called, and a throwing listener is ignored. A channel may have watchers and listeners at once.
    */
@@ -152,37 +152,32 @@ export class RedisWakeups {
     const open = this.subscriber;
     if (open !== undefined) {
       // Before 'ready', the 'ready' listener subscribes every channel in use, this one included.
-      if (open.status === 'ready') this.subscribe(open, channel, false);
+      if (open.status === 'ready') this.subscribe(open, channel);
       return;
     }
     // Stryker disable next-line ConditionalExpression: without duplicate() the call below throws, and use() catches that alike
     if (typeof this.client.duplicate !== 'function') return;
     const subscriber = this.client.duplicate() as Subscriber;
     this.subscriber = subscriber;
-    let readyBefore = false;
     subscriber.on('error', noop);
     subscriber.on('message', (from: string, message: string) => this.dispatch(from, message));
     subscriber.on('connect', () => unref(subscriber));
     // A Cluster: each node connection, and the one it subscribes on (ioredis's own, private).
     subscriber.on('+node', (node: Subscriber) => node.on('connect', () => unref(node)));
     // Subscribed on every ready (after each reconnect too): an earlier SUBSCRIBE may have failed
-    // (offline queue off, retries exhausted); SUBSCRIBE of a subscribed channel is a no-op. A ready
-    // after an earlier one is a reconnect: listeners are reset once their channel is back.
+    // (offline queue off, retries exhausted); SUBSCRIBE of a subscribed channel is a no-op.
     subscriber.on('ready', () => {
       unref(subscriber);
-      const reconnected = readyBefore;
-      readyBefore = true;
-      for (const name of this.channels.keys()) this.subscribe(subscriber, name, reconnected);
+      for (const name of this.channels.keys()) this.subscribe(subscriber, name);
     });
     if (subscriber.status === 'wait') subscriber.connect().catch(noop);
   }
 
   /**
-   * Subscribes `channel`; once subscribed, wakes its watchers (a message published before the
-   * subscription took hold was lost: each waiter looks again) and, if `reset` (after a reconnect),
-   * resets its listeners.
+   * Subscribes `channel`; once subscribed, wakes its watchers and resets its listeners: a message
+   * published before the subscription took hold (the first, or after a reconnect) was lost.
    */
-  private subscribe(subscriber: Subscriber, channel: string, reset: boolean): void {
+  private subscribe(subscriber: Subscriber, channel: string): void {
     subscriber.subscribe(channel).then(() => {
       const inner = (subscriber as { subscriber?: { getInstance?(): Socket } }).subscriber;
       unref(inner?.getInstance?.());
@@ -190,7 +185,7 @@ export class RedisWakeups {
       const users = this.channels.get(channel);
       if (users === undefined) return;
       users.wakers.wakeAll();
-      if (reset) callEach(users.listeners, (listener) => listener.onReset());
+      callEach(users.listeners, (listener) => listener.onReset());
     }, noop);
   }
 
