@@ -248,7 +248,7 @@ redis.describe('the cache layer on real Redis', () => {
   });
 
   it('onReset is called once the killed subscriber connection is back and subscribed (a server of our own); later messages are heard', async () => {
-    const { client, duplicates } = countedClient(own!.client());
+    const client = own!.client();
     const listening = redisStores(client, { prefix: 'reset:', timeoutMs: 1_000 });
     const publishing = redisStores(own!.client(), { prefix: 'reset:', timeoutMs: 1_000 });
     const heard: string[] = [];
