@@ -57,16 +57,23 @@ redis.describe('readThroughCache on real Redis', () => {
   it('a set in one cache drops the copy another cache holds (another client), and a read racing it does not bring the old value back', async () => {
     const a = cacheOn();
     const b = cacheOn();
+    // What b's cache hears, heard on the same connection and channel (in the same dispatch).
+    const bHeard: string[] = [];
+    b.stores.cacheLayer.subscribe(
+      (message) => bHeard.push(message),
+      () => bHeard.push('reset'),
+    );
+    await expect.poll(() => bHeard).toEqual(['reset']); // b's subscription is in place
     expect(await b.cache.get('k', () => 'loaded')).toBe('loaded');
-    await sleep(100); // both subscriptions are in place
     await a.cache.set('k', 'set by a');
     await expect.poll(() => b.cache.get('k', () => 'loader')).toBe('set by a');
 
     const slow = deferred<string>();
     const racing = b.cache.get('race', () => slow.promise);
     await sleep(20);
+    const heardBefore = bHeard.length;
     await a.cache.set('race', 'new');
-    await sleep(100); // the message reached b
+    await expect.poll(() => bHeard.length).toBe(heardBefore + 1); // the message reached b
     slow.resolve('old');
     expect(await racing).toBe('old');
     expect(await b.cache.get('race', () => 'loader')).toBe('new');
