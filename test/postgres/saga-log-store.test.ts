@@ -323,7 +323,17 @@ pg.describe('saga log on PostgreSQL (pg)', () => {
     const slowed = slowFirstClaim(pg.pool());
     const claimant = postgresStores(slowed.db, { schema: pg.schema, timeoutMs: 5_000 });
     const claimed = claimant.sagaLog.claim('order', 'b', 60_000);
-    await sleep(200); // the claim has its snapshot, and sleeps before locking the run
+    // The claim has its snapshot, and sleeps before locking the run.
+    const sleeping = async () =>
+      (
+        await pg
+          .admin()
+          .query(
+            `SELECT 1 FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND position($1 in query) > 0`,
+            [`"${pg.schema}".saga_runs`],
+          )
+      ).rowCount;
+    await expect.poll(sleeping, { interval: 10 }).toBe(1);
     // The stalled owner writes (accepted: nobody claimed the run yet); its 1 ms lease ends again at once.
     expect(await owner.sagaLog.write(stalled, { step: 's', position: 0, state: 'running' })).toBe(true);
     expect(await claimed).toEqual({
@@ -350,7 +360,7 @@ function slowFirstClaim(pool: Pool): { db: Pool; claims: () => number } {
     if (claims > 1) return text;
     const slowed = text.replace(
       'AND expires_at <= clock_timestamp()\n',
-      'AND expires_at <= clock_timestamp() AND (SELECT pg_sleep(0.5)::text) IS NOT NULL\n',
+      'AND expires_at <= clock_timestamp() AND (SELECT pg_sleep(1)::text) IS NOT NULL\n',
     );
     if (slowed === text) throw new Error('the claim statement changed: update slowFirstClaim');
     return slowed;
