@@ -29,7 +29,8 @@ export class KeyedWakers {
     const entry = (): void => wake();
     own.add(entry);
     return () => {
-      if (own.delete(entry) && own.size === 0 && this.byKey.get(key) === own) this.byKey.delete(key);
+      // A set leaves the map only once empty, so an emptied set is still the key's.
+      if (own.delete(entry) && own.size === 0) this.byKey.delete(key);
     };
   }
 
