@@ -297,6 +297,38 @@ describe('PgNotifications', () => {
     await notifications.close();
   });
 
+  it("tells only the subscribers of the channels a LISTEN was for; a reopening tells every channel's", async () => {
+    const { notifications, connections, clock } = setup();
+    const told: string[] = [];
+    notifications.subscribe(
+      'a',
+      () => {},
+      () => told.push('a'),
+    );
+    await settle();
+    expect(told).toEqual(['a']);
+    notifications.subscribe(
+      'b',
+      () => {},
+      () => told.push('b'),
+    ); // a LISTEN of its own, on the open connection
+    await settle();
+    expect(connections[0]!.statements).toEqual(['LISTEN "a"', 'LISTEN "b"']);
+    expect(told).toEqual(['a', 'b']);
+    notifications.subscribe(
+      'b',
+      () => {},
+      () => told.push('b again'),
+    ); // 'b' listens already
+    await settle();
+    expect(told).toEqual(['a', 'b']);
+    connections[0]!.emit('error', new Error('terminated'));
+    await clock.advance(1_000);
+    await settle();
+    expect(told.slice(2).sort()).toEqual(['a', 'b', 'b again']);
+    await notifications.close();
+  });
+
   it('a failed connect is retried a second later until it works', async () => {
     const { notifications, connections, clock } = setup([
       new Error('ECONNREFUSED'),

@@ -4,10 +4,11 @@
  * lends one of its clients instead). Its socket is unref'd, so it never keeps the process alive.
  * When it drops, it is reopened (after a second) while anyone still listens, and every channel is
  * listened to again; notifications sent meanwhile are lost, which is fine: they are hints, waiters
- * poll as well, and subscribers that asked (`onListening`) are told each time listening (re)starts.
+ * poll as well, and subscribers that asked (`onListening`) are told each time their channel's
+ * LISTEN took hold (on the first subscription, and again after each reopening).
  */
-import { callEach } from '../../core/call-each.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
+import { ChannelSubscribers } from './channel-subscribers.js';
 import type { Notifications, PgPoolClientLike, PgPoolLike } from './database.js';
 import { quoteIdent } from './identifiers.js';
 import type { PgStandaloneClient } from './pg-database.js';
@@ -34,9 +35,7 @@ function unrefSocket(client: unknown): void {
 
 /** Notifications on one dedicated `pg` connection (see the module doc). */
 export class PgNotifications implements Notifications {
-  private readonly channels = new Map<string, Set<(payload: string) => void>>();
-  /** Called after each LISTEN: notifications sent before it were lost. */
-  private readonly listening = new Set<() => void>();
+  private readonly channels = new Map<string, ChannelSubscribers>();
   private client: ListenClient | undefined;
   private opening = false;
   private reopenTimer: TimerHandle | undefined;
@@ -49,21 +48,15 @@ export class PgNotifications implements Notifications {
 
   subscribe(channel: string, onNotify: (payload: string) => void, onListening?: () => void): () => void {
     if (this.closed) return () => {};
-    // Stryker disable next-line ConditionalExpression: (true) an undefined in the set throws when called, and callEach ignores a throw
-    if (onListening !== undefined) this.listening.add(onListening);
-    let listeners = this.channels.get(channel);
-    if (listeners === undefined) {
-      listeners = new Set();
-      this.channels.set(channel, listeners);
+    let subscribers = this.channels.get(channel);
+    if (subscribers === undefined) {
+      subscribers = new ChannelSubscribers();
+      this.channels.set(channel, subscribers);
       if (this.client !== undefined) this.listen(this.client, [channel]);
     }
-    listeners.add(onNotify);
+    const unsubscribe = subscribers.add(onNotify, onListening);
     this.open();
-    return () => {
-      listeners.delete(onNotify);
-      // Stryker disable next-line ConditionalExpression: (true) deleting undefined from the set does nothing
-      if (onListening !== undefined) this.listening.delete(onListening);
-    };
+    return unsubscribe;
   }
 
   async close(): Promise<void> {
@@ -134,14 +127,15 @@ export class PgNotifications implements Notifications {
     // Simple protocol (no parameters): several LISTENs in one round trip.
     const text = channels.map((channel) => `LISTEN ${quoteIdent(channel)}`).join('; ');
     client.query(text).then(
-      () => callEach(this.listening, (onListening) => onListening()),
+      () => {
+        for (const channel of channels) this.channels.get(channel)?.listening();
+      },
       () => this.dropped(client),
     );
   }
 
   private notify(channel: string, payload: string): void {
-    const listeners = this.channels.get(channel);
-    if (listeners !== undefined) callEach(listeners, (onNotify) => onNotify(payload));
+    this.channels.get(channel)?.notify(payload);
   }
 
   private dropped(client: ListenClient): void {
@@ -153,7 +147,7 @@ export class PgNotifications implements Notifications {
 
   private reopenLater(): void {
     if (this.closed || this.reopenTimer !== undefined) return;
-    const hasListeners = [...this.channels.values()].some((listeners) => listeners.size > 0);
+    const hasListeners = [...this.channels.values()].some((subscribers) => subscribers.size > 0);
     if (!hasListeners) return;
     const clock = this.clock;
     this.reopenTimer = clock.setTimer(() => {

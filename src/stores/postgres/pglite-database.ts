@@ -5,7 +5,7 @@
  * the deadline bounds only the wait for the session and its answer; a late answer is dropped. A
  * transaction whose session arrives after the deadline runs nothing and rolls back.
  */
-import { callEach } from '../../core/call-each.js';
+import { ChannelSubscribers } from './channel-subscribers.js';
 import type { Database, Notifications, PGliteLike, PostgresTransaction } from './database.js';
 import type { QueryDeadline } from './deadline.js';
 
@@ -115,33 +115,24 @@ export class PGliteDatabase implements Database {
   }
 
   private makeNotifications(): Notifications {
-    /** By channel: who hears its payloads, and who is told once its LISTEN has taken hold. */
-    const channels = new Map<string, { hear: Set<(payload: string) => void>; told: Set<() => void> }>();
+    const channels = new Map<string, ChannelSubscribers>();
     let closed = false;
     return {
       subscribe: (channel, onNotify, onListening) => {
         if (closed) return () => {};
-        let users = channels.get(channel);
-        if (users === undefined) {
-          const own = { hear: new Set<(payload: string) => void>(), told: new Set<() => void>() };
-          users = own;
+        let subscribers = channels.get(channel);
+        if (subscribers === undefined) {
+          const own = new ChannelSubscribers();
+          subscribers = own;
           channels.set(channel, own);
-          const stop = this.db.listen(channel, (payload) => callEach(own.hear, (hear) => hear(payload)));
+          const stop = this.db.listen(channel, (payload) => own.notify(payload));
           stop.then(
-            () => callEach(own.told, (tell) => tell()),
+            () => own.listening(),
             () => channels.delete(channel),
           );
           this.unlisten.push(stop);
         }
-        const { hear, told } = users;
-        hear.add(onNotify);
-        // Stryker disable next-line ConditionalExpression: (true) an undefined in the set throws when called, and callEach ignores a throw
-        if (onListening !== undefined) told.add(onListening);
-        return () => {
-          hear.delete(onNotify);
-          // Stryker disable next-line ConditionalExpression: (true) deleting undefined from the set does nothing
-          if (onListening !== undefined) told.delete(onListening);
-        };
+        return subscribers.add(onNotify, onListening);
       },
       close: async () => {
         closed = true;
