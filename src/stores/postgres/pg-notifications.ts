@@ -128,7 +128,8 @@ export class PgNotifications implements Notifications {
     const text = channels.map((channel) => `LISTEN ${quoteIdent(channel)}`).join('; ');
     client.query(text).then(
       () => {
-        for (const channel of channels) this.channels.get(channel)?.listening();
+        // A channel stays in the map for good once subscribed.
+        for (const channel of channels) (this.channels.get(channel) as ChannelSubscribers).listening();
       },
       () => this.dropped(client),
     );
