@@ -32,10 +32,8 @@ describe('RedisWakeups: one subscriber connection per store set', () => {
     expect(subscribers).toHaveLength(1);
     const subscriber = subscribers[0]!;
     await turns();
-    // (SUBSCRIBE of a subscribed channel is a no-op: a watch between the status turning ready and
-    // the 'ready' event may send one twice)
-    expect([...new Set(subscriber.subscribed)].sort()).toEqual(['p:idem:wake', 'p:lock:wake']);
-    expect([...new Set(woken)].sort()).toEqual(['idem k', 'lock k', 'lock other']); // subscribed: look
+    expect(subscriber.subscribed).toEqual(['p:lock:wake', 'p:idem:wake']);
+    expect(woken.sort()).toEqual(['idem k', 'lock k', 'lock other']); // subscribed: each looks once
     woken.length = 0;
     subscriber.emit('message', 'p:lock:wake', 'p:lock:{k}'); // the lock publishes its Redis key
     expect(woken).toEqual(['lock k']);
@@ -78,6 +76,38 @@ describe('RedisWakeups: one subscriber connection per store set', () => {
     await turns();
     expect(woken).toEqual([]);
     wakeups.close();
+  });
+
+  it("a channel added between the status turning ready and the 'ready' event is subscribed once, by the event; after a close, by the next ready", async () => {
+    const subscriber = new FakeSubscriber(); // connect() sets the status at once, emits 'ready' later
+    const wakeups = new RedisWakeups({ duplicate: () => subscriber });
+    wakeups.watch('a', 'k', () => {});
+    expect(subscriber.status).toBe('ready');
+    wakeups.watch('b', 'k', () => {});
+    expect(subscriber.subscribed).toEqual([]);
+    await turns();
+    expect(subscriber.subscribed).toEqual(['a', 'b']);
+    subscriber.emit('close'); // the connection dropped: ioredis reconnects
+    wakeups.watch('c', 'k', () => {});
+    expect(subscriber.subscribed).toEqual(['a', 'b']);
+    subscriber.emit('ready');
+    expect(subscriber.subscribed).toEqual(['a', 'b', 'a', 'b', 'c']);
+    wakeups.watch('d', 'k', () => {}); // live again: at once
+    expect(subscriber.subscribed.at(-1)).toBe('d');
+  });
+
+  it("a dropped subscriber's late 'close' does not hold back its successor", async () => {
+    const { client: fake, subscribers } = client();
+    const wakeups = new RedisWakeups(fake);
+    wakeups.watch('a', 'k', () => {});
+    await turns();
+    wakeups.drop('a'); // the last channel: disconnected
+    wakeups.watch('b', 'k', () => {});
+    await turns();
+    expect(subscribers).toHaveLength(2);
+    subscribers[0]!.emit('close'); // late, from the first
+    wakeups.watch('c', 'k', () => {});
+    expect(subscribers[1]!.subscribed).toEqual(['b', 'c']);
   });
 
   it('a channel first watched once the connection is ready is subscribed at once, and only once', async () => {

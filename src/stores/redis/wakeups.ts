@@ -68,6 +68,11 @@ export class RedisWakeups {
   /** Channels whose store was closed: their watches never wake, their listeners are never called. */
   private readonly dropped = new Set<string>();
   private subscriber: Subscriber | undefined;
+  /**
+   * The subscriber emitted 'ready' and has not closed since. Not its `status`: ioredis sets it to
+   * 'ready' a tick before it emits the event, whose listener subscribes every channel in use.
+   */
+  private live = false;
   private closed = false;
 
   constructor(private readonly client: WakeupClient) {}
@@ -152,7 +157,7 @@ export class RedisWakeups {
     const open = this.subscriber;
     if (open !== undefined) {
       // Before 'ready', the 'ready' listener subscribes every channel in use, this one included.
-      if (open.status === 'ready') this.subscribe(open, channel);
+      if (this.live) this.subscribe(open, channel);
       return;
     }
     // Stryker disable next-line ConditionalExpression: without duplicate() the call below throws, and use() catches that alike
@@ -167,8 +172,13 @@ export class RedisWakeups {
     // Subscribed on every ready (after each reconnect too): an earlier SUBSCRIBE may have failed
     // (offline queue off, retries exhausted); SUBSCRIBE of a subscribed channel is a no-op.
     subscriber.on('ready', () => {
+      this.live = true; // (a disconnected subscriber never reconnects, so it is never ready again)
       unref(subscriber);
       for (const name of this.channels.keys()) this.subscribe(subscriber, name);
+    });
+    subscriber.on('close', () => {
+      // Not a disconnected one's late 'close': a new subscriber may be live by then.
+      if (this.subscriber === subscriber) this.live = false;
     });
     if (subscriber.status === 'wait') subscriber.connect().catch(noop);
   }
@@ -192,6 +202,7 @@ export class RedisWakeups {
   private disconnect(): void {
     const subscriber = this.subscriber;
     this.subscriber = undefined;
+    this.live = false;
     subscriber?.disconnect();
   }
 
