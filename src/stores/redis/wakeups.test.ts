@@ -96,18 +96,20 @@ describe('RedisWakeups: one subscriber connection per store set', () => {
     expect(subscriber.subscribed.at(-1)).toBe('d');
   });
 
-  it("a dropped subscriber's late 'close' does not hold back its successor", async () => {
+  it("a successor subscriber is not live before its own 'ready'; a dropped one's late 'close' does not hold it back", async () => {
     const { client: fake, subscribers } = client();
     const wakeups = new RedisWakeups(fake);
     wakeups.watch('a', 'k', () => {});
     await turns();
     wakeups.drop('a'); // the last channel: disconnected
     wakeups.watch('b', 'k', () => {});
+    wakeups.watch('c', 'k', () => {}); // before the successor's 'ready': its event subscribes it
     await turns();
     expect(subscribers).toHaveLength(2);
-    subscribers[0]!.emit('close'); // late, from the first
-    wakeups.watch('c', 'k', () => {});
     expect(subscribers[1]!.subscribed).toEqual(['b', 'c']);
+    subscribers[0]!.emit('close'); // late, from the first
+    wakeups.watch('d', 'k', () => {});
+    expect(subscribers[1]!.subscribed).toEqual(['b', 'c', 'd']);
   });
 
   it('a channel first watched once the connection is ready is subscribed at once, and only once', async () => {
